@@ -1,0 +1,78 @@
+# Chat History Service — every command a developer or CI needs. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# The venv's Python matches the Lambda runtime declared in template.yaml.
+RUNTIME_VERSION := $(shell sed -n 's/^ *Runtime: *python\([0-9.]*\).*/\1/p' template.yaml | head -1)
+PYTHON_SYS ?= $(shell scripts/find-python $(RUNTIME_VERSION))
+VENV := .venv
+PY := $(VENV)/bin/python
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+PORT ?= 3000
+export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
+export PYTHONDONTWRITEBYTECODE := 1
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: help venv sam-venv test lint format typecheck cfn-lint unit bench build run fuzz encodings clean lock
+
+help: ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+$(VENV)/.stamp: requirements-dev.txt layers/chat_core/requirements.txt bench/requirements.txt constraints.txt pyproject.toml
+	@test -n "$(PYTHON_SYS)" || { echo "no Python $(RUNTIME_VERSION) found"; exit 1; }
+	$(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -r requirements-dev.txt -r bench/requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+venv: $(VENV)/.stamp ## create .venv with pinned dependencies and the `chat` CLI
+
+$(SAM_VENV)/.stamp: requirements-sam.txt
+	$(PYTHON_SYS) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-sam.txt
+	touch $@
+
+sam-venv: $(SAM_VENV)/.stamp ## SAM CLI in its own venv (it pins its own boto3)
+
+lint: venv ## ruff lint + format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv ## ruff format + autofix
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+typecheck: venv ## mypy (strict on chat_core)
+	$(VENV)/bin/mypy
+
+cfn-lint: venv sam-venv ## cfn-lint and sam validate --lint on template.yaml
+	$(VENV)/bin/cfn-lint template.yaml
+	$(SAM) validate --lint --template template.yaml --region us-east-1
+
+unit: venv ## pytest only
+	$(VENV)/bin/pytest
+
+test: lint typecheck cfn-lint unit ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
+
+bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
+	$(PY) -m bench
+
+build: sam-venv ## sam build (no container) into .aws-sam/
+	PATH="$(dir $(PYTHON_SYS)):$$PATH" $(SAM) build --template template.yaml
+
+run: venv ## the whole API on 127.0.0.1:$(PORT) with an embedded DynamoDB
+	$(VENV)/bin/chat-local-server --port $(PORT)
+
+fuzz: venv ## schemathesis against the local server (bounded)
+	$(PY) -m pytest tests/e2e -m fuzz -p no:cacheprovider
+
+encodings: venv ## regenerate the shipped tiktoken encodings from the npm package
+	$(PY) scripts/build_encodings.py
+
+lock: venv ## regenerate constraints.txt from the current venv
+	$(PY) -m pip freeze --exclude-editable | sed '1i # Full transitive pin set for the dev venv (pip install -c constraints.txt). Regenerate with `make lock`.' > constraints.txt
+
+clean: ## remove venvs, build output and local state
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .local .pytest_cache .mypy_cache .ruff_cache

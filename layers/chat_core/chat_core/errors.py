@@ -1,0 +1,74 @@
+"""Domain errors raised by chat_core; the HTTP edge maps each `code` to a status in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ChatError(Exception):
+    """Base of every domain error. `code` is stable and machine-readable; `message` is for people."""
+
+    code = "error"
+    status = 500
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidInput(ChatError):
+    code = "invalid_input"
+    status = 400
+
+
+class MessageTooLong(InvalidInput):
+    code = "message_too_long"
+    status = 422
+
+
+class InvalidCursor(InvalidInput):
+    code = "invalid_cursor"
+    status = 400
+
+
+class Unauthorized(ChatError):
+    code = "unauthorized"
+    status = 401
+
+
+class NotFound(ChatError):
+    code = "not_found"
+    status = 404
+
+
+class ConversationNotFound(NotFound):
+    code = "conversation_not_found"
+
+
+class MessageNotFound(NotFound):
+    code = "message_not_found"
+
+
+class Conflict(ChatError):
+    code = "conflict"
+    status = 409
+
+
+class ProviderFailed(ChatError):
+    """The model call failed (HTTP error, timeout, malformed body); carries what the provider sent."""
+
+    code = "provider_failed"
+    status = 502
+
+
+class StoreUnavailable(ChatError):
+    """DynamoDB throttled or failed transiently after retries; safe to retry later."""
+
+    code = "store_unavailable"
+    status = 503
+
+
+class TokenizerUnavailable(ChatError):
+    code = "tokenizer_unavailable"
+    status = 500

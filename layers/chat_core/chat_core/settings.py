@@ -1,0 +1,82 @@
+"""The one place chat_core reads the environment: every setting, typed, read once per process."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from exc
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from exc
+
+
+def _str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip() or default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of one process. Build with `get_settings()`; tests call `reset_settings()`."""
+
+    # storage
+    table_name: str = "chat-history"
+    region: str = "us-east-1"
+    dynamodb_endpoint: str | None = None
+    retention_days: int = 30
+    # model provider
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_api_key_parameter: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_seconds: float = 30.0
+    llm_max_retries: int = 2
+    # tokens and window
+    default_encoding: str = "o200k_base"
+    max_content_chars: int = 5000
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def offline_model(self) -> bool:
+        """True when no provider is configured and the built-in offline model answers."""
+        return not self.llm_base_url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Read the environment once per process (Lambda cold start, local server start)."""
+    return Settings(
+        table_name=_str("TABLE_NAME", "chat-history"),
+        region=_str("AWS_REGION", _str("AWS_DEFAULT_REGION", "us-east-1")),
+        dynamodb_endpoint=_str("DYNAMODB_ENDPOINT") or None,
+        retention_days=_int("RETENTION_DAYS", 30),
+        llm_base_url=_str("LLM_BASE_URL").rstrip("/") or None,
+        llm_api_key=_str("LLM_API_KEY") or None,
+        llm_api_key_parameter=_str("LLM_API_KEY_PARAMETER") or None,
+        llm_model=_str("LLM_MODEL", "gpt-4o-mini"),
+        llm_timeout_seconds=_float("LLM_TIMEOUT_SECONDS", 30.0),
+        llm_max_retries=_int("LLM_MAX_RETRIES", 2),
+        default_encoding=_str("DEFAULT_ENCODING", "o200k_base"),
+        max_content_chars=_int("MAX_CONTENT_CHARS", 5000),
+    )
+
+
+def reset_settings() -> None:
+    """Forget the cached settings so the next `get_settings()` reads the environment again."""
+    get_settings.cache_clear()
