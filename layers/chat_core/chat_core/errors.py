@@ -56,10 +56,32 @@ class Conflict(ChatError):
 
 
 class ProviderFailed(ChatError):
-    """The model call failed (HTTP error, timeout, malformed body); carries what the provider sent."""
+    """The model call failed (HTTP error, timeout, malformed body); carries what the provider sent.
+
+    `provider_response` is the provider's response as received (status, headers of interest, body as
+    parsed JSON or text, capped to fit a DynamoDB item), `status_code` the last HTTP status (None when
+    no response arrived) and `kind` one of "http_error", "timeout", "malformed", "connection",
+    "too_large" (body over the read limit) or "configuration" (e.g. the API key could not be read).
+    """
 
     code = "provider_failed"
     status = 502
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider_response: dict[str, Any] | None = None,
+        status_code: int | None = None,
+        kind: str = "http_error",
+        **details: Any,
+    ) -> None:
+        super().__init__(
+            message, provider_response=provider_response, status_code=status_code, kind=kind, **details
+        )
+        self.provider_response: dict[str, Any] = provider_response if provider_response is not None else {}
+        self.status_code = status_code
+        self.kind = kind
 
 
 class StoreUnavailable(ChatError):
