@@ -47,6 +47,9 @@ class Settings:
     llm_model: str = "gpt-4o-mini"
     llm_timeout_seconds: float = 30.0
     llm_max_retries: int = 2
+    llm_connect_timeout_seconds: float = 3.0
+    llm_max_response_bytes: int = 1_048_576
+    llm_api_key_cache_seconds: int = 300
     # tokens and window
     default_encoding: str = "o200k_base"
     max_content_chars: int = 5000
@@ -72,6 +75,9 @@ def get_settings() -> Settings:
         llm_model=_str("LLM_MODEL", "gpt-4o-mini"),
         llm_timeout_seconds=_float("LLM_TIMEOUT_SECONDS", 30.0),
         llm_max_retries=_int("LLM_MAX_RETRIES", 2),
+        llm_connect_timeout_seconds=_float("LLM_CONNECT_TIMEOUT_SECONDS", 3.0),
+        llm_max_response_bytes=_int("LLM_MAX_RESPONSE_BYTES", 1_048_576),
+        llm_api_key_cache_seconds=_int("LLM_API_KEY_CACHE_SECONDS", 300),
         default_encoding=_str("DEFAULT_ENCODING", "o200k_base"),
         max_content_chars=_int("MAX_CONTENT_CHARS", 5000),
     )
