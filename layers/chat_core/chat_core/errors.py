@@ -94,3 +94,22 @@ class StoreUnavailable(ChatError):
 class TokenizerUnavailable(ChatError):
     code = "tokenizer_unavailable"
     status = 500
+
+
+class InvalidGameTick(InvalidInput):
+    """A dialogue entry's game_tick is not an integer in 0..2**63-1 (seed 004)."""
+
+    code = "invalid_game_tick"
+    status = 400
+
+
+class DialogueNotFound(NotFound):
+    """No dialogue with that id (or participant set) in this world of this owner."""
+
+    code = "dialogue_not_found"
+
+
+class WorldNotEmpty(Conflict):
+    """An import into a world that already holds dialogues, without asking to merge."""
+
+    code = "world_not_empty"
