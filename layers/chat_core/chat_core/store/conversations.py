@@ -1,0 +1,406 @@
+"""Conversations and messages in the single table: items, the post path's reads/writes, listing, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.transactions import TransactWrite
+
+from chat_core.errors import ConversationNotFound, StoreUnavailable
+from chat_core.settings import Settings, get_settings
+from chat_core.store import base
+from chat_core.store.base import TableItem
+from chat_core.store.keys import (
+    MESSAGE_SK_PREFIX,
+    META_SK,
+    conversation_pk,
+    listing_sk,
+    message_sk,
+    owner_pk,
+)
+
+# DynamoDB error codes that mean "try again later", not "your request is wrong".
+_TRANSIENT = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflict",
+        "TransactionInProgressException",
+    }
+)
+
+
+class UsageMap(MapAttribute[str, Any]):
+    """Token usage of one model call: as the provider reported it, or as counted locally."""
+
+    prompt_tokens = NumberAttribute(default=0)
+    completion_tokens = NumberAttribute(default=0)
+    total_tokens = NumberAttribute(default=0)
+
+
+class Conversation(TableItem, discriminator="conversation"):
+    """The conversation item (`sk = ~META`): owner, settings, sequence counter, totals, soft-delete state."""
+
+    conversation_id = UnicodeAttribute()
+    owner = UnicodeAttribute()
+    title = UnicodeAttribute(null=True)
+    system_prompt = UnicodeAttribute(null=True)
+    system_tokens = NumberAttribute(default=0)
+    model = UnicodeAttribute()
+    window_policy = JSONAttribute(null=True)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    next_seq = NumberAttribute(default=1)
+    message_count = NumberAttribute(default=0)
+    prompt_tokens = NumberAttribute(default=0)
+    completion_tokens = NumberAttribute(default=0)
+    total_tokens = NumberAttribute(default=0)
+    local_prompt_tokens = NumberAttribute(default=0)
+    local_completion_tokens = NumberAttribute(default=0)
+    deleted_at = UnicodeAttribute(null=True)
+
+    @classmethod
+    def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
+        """(pk, sk) of the conversation item."""
+        return conversation_pk(owner, conversation_id), META_SK
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, **attributes: Any) -> Conversation:
+        """A live conversation item with its keys and listing-index attributes set."""
+        pk, sk = cls.key(owner, conversation_id)
+        item = cls(pk, sk, conversation_id=conversation_id, owner=owner, **attributes)
+        item.gsi1pk = owner_pk(owner)
+        item.gsi1sk = listing_sk(item.updated_at, conversation_id)
+        return item
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class Message(TableItem, discriminator="message"):
+    """One message (`sk = MSG#<seq>`), appended once, never rewritten; `tokens` counted at write (TOK-5)."""
+
+    conversation_id = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    seq = NumberAttribute()
+    role = UnicodeAttribute()
+    content = UnicodeAttribute(null=True)
+    status = UnicodeAttribute(default="ok")
+    created_at = UnicodeAttribute()
+    tokens = NumberAttribute(default=0)
+    model = UnicodeAttribute(null=True)
+    usage = UsageMap(null=True)
+    usage_reported = BooleanAttribute(null=True)
+    local_usage = UsageMap(null=True)
+    error = JSONAttribute(null=True)
+    latency_ms = NumberAttribute(null=True)
+    finish_reason = UnicodeAttribute(null=True)
+
+    @classmethod
+    def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
+        """(pk, sk) of the message at `seq` in a conversation."""
+        return conversation_pk(owner, conversation_id), message_sk(seq)
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, seq: int, **attributes: Any) -> Message:
+        pk, sk = cls.key(owner, conversation_id, seq)
+        return cls(pk, sk, conversation_id=conversation_id, seq=seq, **attributes)
+
+
+@dataclass(frozen=True)
+class Recent:
+    """What the post path's single Query returns: the conversation and its newest messages, oldest first."""
+
+    conversation: Conversation | None
+    messages: list[Message]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a Query plus the key to continue from (None when this was the last page)."""
+
+    items: list[Any]
+    last_key: dict[str, str] | None
+
+
+class SequenceConflict(Exception):
+    """Another post took the expected sequence number first (or the conversation went away); re-read."""
+
+
+class _Cancelled(Exception):
+    """A TransactWrite was cancelled; `reasons` lists each item's code (None = not the cause)."""
+
+    def __init__(self, reasons: list[str | None]) -> None:
+        super().__init__(str(reasons))
+        self.reasons = reasons
+
+
+# Cancellation codes that mean "someone else changed these items": re-read (or retry) and try again.
+_CONTENTION = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
+_REPLY_ATTEMPTS = 4
+
+
+_bound_models: Settings | None = None
+
+
+def _bind(settings: Settings | None = None) -> Settings:
+    """Bind the table to settings and drop connections the subclasses cached for earlier settings."""
+    global _bound_models
+    settings = base.bind(settings or get_settings())
+    if _bound_models != settings:
+        for model in (TableItem, Conversation, Message):
+            model._connection = None
+        _bound_models = settings
+    return settings
+
+
+def _store_error(exc: Exception) -> Exception:
+    """Turn a DynamoDB failure into a domain error when it is transient; otherwise keep it (a bug)."""
+    code = ""
+    if isinstance(exc, PynamoDBException):
+        code = exc.cause_response_code or ""
+    elif isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+    if code in _TRANSIENT or isinstance(exc, BotoCoreError):
+        return StoreUnavailable("the database is busy; retry the request", cause=code or type(exc).__name__)
+    return exc
+
+
+def _items(raw: Mapping[str, Any]) -> list[TableItem]:
+    return [TableItem.from_raw_data(item) for item in raw.get("Items", [])]
+
+
+def _query(hash_key: str, **kwargs: Any) -> dict[str, Any]:
+    _bind()
+    try:
+        result: dict[str, Any] = TableItem._get_connection().query(hash_key, **kwargs)
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+    return result
+
+
+def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
+    """API-4: one descending, strongly consistent Query: the conversation item then the newest `messages`."""
+    pk, _ = Conversation.key(owner, conversation_id)
+    raw = _query(pk, scan_index_forward=False, limit=messages + 1, consistent_read=True)
+    conversation: Conversation | None = None
+    found: list[Message] = []
+    for item in _items(raw):
+        if isinstance(item, Conversation):
+            conversation = item
+        elif isinstance(item, Message):
+            found.append(item)
+    found.reverse()
+    return Recent(conversation=conversation, messages=found)
+
+
+def get_conversation(owner: str, conversation_id: str) -> Conversation | None:
+    """GetItem of the conversation item (None when absent; deleted ones are returned, callers decide)."""
+    _bind()
+    pk, sk = Conversation.key(owner, conversation_id)
+    try:
+        return Conversation.get(pk, sk, consistent_read=True)
+    except Conversation.DoesNotExist:
+        return None
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+
+
+def page_messages(owner: str, conversation_id: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
+    """Messages oldest first, one Query of `limit + 1` to know whether another page exists."""
+    pk, _ = Conversation.key(owner, conversation_id)
+    raw = _query(
+        pk,
+        range_key_condition=TableItem.sk.startswith(MESSAGE_SK_PREFIX),
+        scan_index_forward=True,
+        limit=limit + 1,
+        exclusive_start_key=_start_key(start_key),
+        consistent_read=True,
+    )
+    found = [item for item in _items(raw) if isinstance(item, Message)]
+    page, more = found[:limit], len(found) > limit
+    last_key = {"pk": page[-1].pk, "sk": page[-1].sk} if more and page else None
+    return Page(items=page, last_key=last_key)
+
+
+def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
+    """Live conversations by `updated_at`, newest first, from the sparse listing index."""
+    raw = _query(
+        owner_pk(owner),
+        index_name="gsi1",
+        scan_index_forward=False,
+        limit=limit + 1,
+        exclusive_start_key=_start_key(start_key),
+    )
+    found = [item for item in _items(raw) if isinstance(item, Conversation) and not item.is_deleted]
+    page, more = found[:limit], len(found) > limit
+    last_key = None
+    if more and page:
+        last = page[-1]
+        last_key = {"pk": last.pk, "sk": last.sk, "gsi1pk": last.gsi1pk, "gsi1sk": last.gsi1sk}
+    return Page(items=page, last_key=last_key)
+
+
+def _start_key(key: Mapping[str, str] | None) -> dict[str, dict[str, str]] | None:
+    """A plain {name: string} key (as a cursor carries it) as DynamoDB's ExclusiveStartKey."""
+    return {name: {"S": value} for name, value in key.items()} if key else None
+
+
+def _transact(items: Sequence[tuple[str, Any, Any, list[Any] | None]]) -> None:
+    """Run one TransactWrite of ("put"|"update", model, condition, actions) entries."""
+    settings = _bind()
+    try:
+        with TransactWrite(connection=base.connection(settings)) as tx:
+            for op, model, condition, actions in items:
+                if op == "put":
+                    tx.save(model, condition=condition)
+                else:
+                    tx.update(model, actions=actions or [], condition=condition)
+    except TransactWriteError as exc:
+        if exc.cause_response_code == "TransactionCanceledException":
+            reasons = [r.code if r is not None else None for r in exc.cancellation_reasons]
+            if any(code in _CONTENTION for code in reasons):
+                raise _Cancelled(reasons) from exc
+        raise _store_error(exc) from exc
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+
+
+def create_with_first_message(conversation: Conversation, message: Message) -> None:
+    """TransactWrite #1 of a post without an id: the new conversation and its first user message together."""
+    conversation.next_seq = message.seq + 2
+    conversation.message_count = 1
+    try:
+        _transact(
+            [
+                ("put", conversation, TableItem.pk.does_not_exist(), None),
+                ("put", message, TableItem.pk.does_not_exist(), None),
+            ]
+        )
+    except _Cancelled as exc:
+        raise SequenceConflict("fresh conversation id already taken") from exc
+
+
+def create_conversation(conversation: Conversation) -> None:
+    """PutItem of a new, empty conversation (the id is fresh, the condition guards against a clash)."""
+    _bind()
+    try:
+        conversation.save(condition=TableItem.pk.does_not_exist())
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+
+
+def append_user_message(conversation: Conversation, message: Message, now: str) -> None:
+    """TransactWrite #1: put the user message at `next_seq` and reserve the reply's slot right after it.
+
+    Raises SequenceConflict when another post moved `next_seq` first or the conversation was deleted.
+    """
+    expected = int(conversation.next_seq)
+    target = Conversation(conversation.pk, conversation.sk)
+    try:
+        _transact(
+            [
+                ("put", message, TableItem.pk.does_not_exist(), None),
+                (
+                    "update",
+                    target,
+                    (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist(),
+                    [
+                        Conversation.next_seq.set(expected + 2),
+                        Conversation.message_count.add(1),
+                        Conversation.updated_at.set(now),
+                        TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+                    ],
+                ),
+            ]
+        )
+    except _Cancelled as exc:
+        raise SequenceConflict(str(exc.reasons)) from exc
+
+
+def record_reply(
+    conversation: Conversation,
+    message: Message,
+    now: str,
+    *,
+    reported: tuple[int, int, int],
+    local: tuple[int, int],
+) -> None:
+    """TransactWrite #2: put the assistant message (ok or error) and add to the conversation's totals.
+
+    If the conversation was deleted while the model answered, the reply is still stored (nothing lost) but
+    the conversation item is left alone so it does not reappear in the listing.
+    """
+    prompt, completion, total = reported
+    target = Conversation(conversation.pk, conversation.sk)
+    items: list[tuple[str, Any, Any, list[Any] | None]] = [
+        ("put", message, TableItem.pk.does_not_exist(), None),
+        (
+            "update",
+            target,
+            TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
+            [
+                Conversation.message_count.add(1),
+                Conversation.prompt_tokens.add(prompt),
+                Conversation.completion_tokens.add(completion),
+                Conversation.total_tokens.add(total),
+                Conversation.local_prompt_tokens.add(local[0]),
+                Conversation.local_completion_tokens.add(local[1]),
+                Conversation.updated_at.set(now),
+                TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+            ],
+        ),
+    ]
+    for attempt in range(_REPLY_ATTEMPTS):
+        try:
+            _transact(items)
+            return
+        except _Cancelled as exc:
+            deleted_meanwhile = exc.reasons[1:2] == ["ConditionalCheckFailed"]
+            if deleted_meanwhile:
+                break
+            if attempt == _REPLY_ATTEMPTS - 1:
+                raise StoreUnavailable("the conversation is busy; retry the request") from exc
+    try:
+        message.save(condition=TableItem.pk.does_not_exist())
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+
+
+def soft_delete(owner: str, conversation_id: str, now: str, expires_at: datetime) -> None:
+    """Mark deleted, leave the listing index (remove gsi1pk/gsi1sk), set the TTL. Absent or deleted -> 404."""
+    _bind()
+    pk, sk = Conversation.key(owner, conversation_id)
+    target = Conversation(pk, sk)
+    try:
+        target.update(
+            actions=[
+                Conversation.deleted_at.set(now),
+                TableItem.expires_at.set(expires_at),
+                TableItem.gsi1pk.remove(),
+                TableItem.gsi1sk.remove(),
+            ],
+            condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
+        )
+    except PynamoDBException as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
+        raise _store_error(exc) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc

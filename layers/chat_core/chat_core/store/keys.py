@@ -1,0 +1,65 @@
+"""Key layout of the single table (SPEC §9): owner escaping, ids, partition and sort keys."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+# Crockford base32 without I, L, O, U: ULID alphabet, sorts like the time it encodes.
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+MAX_OWNER_LENGTH = 512
+SEQ_WIDTH = 10
+META_SK = "~META"  # "~" sorts after "MSG#...", so a descending query meets the conversation item first
+MESSAGE_SK_PREFIX = "MSG#"
+
+
+def new_id(now_ms: int | None = None) -> str:
+    """A ULID-like id: 48 bits of milliseconds then 80 random bits, 26 characters, time-sortable."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def is_valid_id(value: str) -> bool:
+    """True for a well-formed id as `new_id` makes them (so no id can smuggle a '#' into a key)."""
+    return bool(_ID_RE.fullmatch(value))
+
+
+def is_valid_owner(owner: str) -> bool:
+    """An owner is any non-blank identity up to MAX_OWNER_LENGTH characters, without control characters."""
+    return (
+        0 < len(owner) <= MAX_OWNER_LENGTH
+        and not owner.isspace()
+        and not any(ord(ch) < 32 or ord(ch) == 127 for ch in owner)
+    )
+
+
+def escape_owner(owner: str) -> str:
+    """Escape '%' and '#' so an owner id containing '#' can never produce another owner's key prefix."""
+    return owner.replace("%", "%25").replace("#", "%23")
+
+
+def owner_pk(owner: str) -> str:
+    """Partition key of the listing index: every live conversation of one owner."""
+    return f"USER#{escape_owner(owner)}"
+
+
+def conversation_pk(owner: str, conversation_id: str) -> str:
+    """Partition key of one conversation: its meta item and all its messages."""
+    return f"{owner_pk(owner)}#CONV#{conversation_id}"
+
+
+def message_sk(seq: int) -> str:
+    """Sort key of the message at `seq` (zero-padded so string order is numeric order)."""
+    return f"{MESSAGE_SK_PREFIX}{seq:0{SEQ_WIDTH}d}"
+
+
+def listing_sk(updated_at: str, conversation_id: str) -> str:
+    """Sort key in the listing index: newest `updated_at` first when queried descending."""
+    return f"{updated_at}#{conversation_id}"
