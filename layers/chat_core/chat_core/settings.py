@@ -53,6 +53,10 @@ class Settings:
     # tokens and window
     default_encoding: str = "o200k_base"
     max_content_chars: int = 5000
+    # HTTP service (issue 3)
+    cursor_secret: str = ""
+    idempotency_ttl_seconds: int = 3600
+    post_attempts: int = 8
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -80,6 +84,9 @@ def get_settings() -> Settings:
         llm_api_key_cache_seconds=_int("LLM_API_KEY_CACHE_SECONDS", 300),
         default_encoding=_str("DEFAULT_ENCODING", "o200k_base"),
         max_content_chars=_int("MAX_CONTENT_CHARS", 5000),
+        cursor_secret=_str("CURSOR_SECRET"),
+        idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),
+        post_attempts=_int("POST_ATTEMPTS", 8),
     )
 
 
