@@ -113,3 +113,22 @@ class WorldNotEmpty(Conflict):
     """An import into a world that already holds dialogues, without asking to merge."""
 
     code = "world_not_empty"
+
+
+class IdempotencyKeyReused(InvalidInput):
+    """An Idempotency-Key was sent again with a different request body (API-6): refused, never replayed."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
+class RequestInProgress(Conflict):
+    """The first request with this Idempotency-Key is still running; retry after it finishes."""
+
+    code = "request_in_progress"
+
+
+class ConversationBusy(Conflict):
+    """Too many concurrent posts to one conversation kept winning the next sequence number; retry."""
+
+    code = "conversation_busy"
