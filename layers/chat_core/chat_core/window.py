@@ -1,4 +1,4 @@
-"""Context-window selection: one engine (WIN-3) behind build_llm_messages, the seed-003 window and the manager."""
+"""Context-window selection: one engine (WIN-3) for WIN-1, the seed-003 window and the context manager."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ OPENAI_KEYS: tuple[str, ...] = ("role", "content", "name", "tool_calls", "tool_c
 # Why a message was left out of a window (WindowStats.dropped).
 MAX_MESSAGES = "max_messages"
 MAX_CHARS = "max_chars"
-TOKEN_BUDGET = "token_budget"
+TOKEN_BUDGET = "token_budget"  # noqa: S105 - a drop reason, not a secret
 ORPHAN_TOOL_RESULT = "orphan_tool_result"
 INCOMPLETE_TOOL_CALL = "incomplete_tool_call"
 
@@ -426,9 +426,9 @@ def select_window(
         explicit.extend(broken)
     candidates: list[tuple[bool, list[int]]] = [(False, [i]) for i in range(len(pinned))]
     candidates.extend((True, unit) for unit in hist_units)
-    for from_history, unit in reversed(candidates):
+    for from_history, pin_unit in reversed(candidates):
         source: Sequence[Mapping[str, Any]] = history if from_history else pinned
-        msgs = [source[i] for i in unit]
+        msgs = [source[i] for i in pin_unit]
         tokens = sum(count(m) for m in msgs)
         chars = sum(len(message_text(m)) for m in msgs) if track_chars else 0
         reason = room.refusal(tokens, chars, len(msgs))
@@ -436,11 +436,11 @@ def select_window(
             room.take(tokens, chars, len(msgs))
             used_tokens += tokens
             used_chars += chars
-            (pinned_kept_hist if from_history else pinned_kept_extra).extend(unit)
+            (pinned_kept_hist if from_history else pinned_kept_extra).extend(pin_unit)
         else:
             explicit.extend(
                 DroppedMessage(_ref(m, i) if from_history else _ref(m, f"pinned:{i}"), reason)
-                for i, m in zip(unit, msgs, strict=True)
+                for i, m in zip(pin_unit, msgs, strict=True)
             )
 
     # History, newest first: the first unit that does not fit ends the walk.
@@ -497,10 +497,7 @@ def select_window(
         explicit.extend(DroppedMessage(_ref(m, i), ORPHAN_TOOL_RESULT) for i, m in pending)
 
     suffix.reverse()
-    if pinned_kept_hist:
-        kept_hist = sorted(suffix + pinned_kept_hist)
-    else:
-        kept_hist = suffix
+    kept_hist = sorted(suffix + pinned_kept_hist) if pinned_kept_hist else suffix
     out: list[dict[str, Any]] = []
     if system is not None:
         out.append(to_openai(system))
