@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -316,6 +317,12 @@ class _StandinHTTPServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.verbose = verbose
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gives up (timeout, size limit) resets its connection; that is expected here.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def configure(self, **update: Any) -> None:
         unknown = set(update) - {*_CONTROL_KEYS, "reset"}
