@@ -84,6 +84,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: bytes
     received_at: float  # time.monotonic() in this process
+    client_port: int  # the same port on two requests means the client reused its connection
 
     @property
     def json(self) -> Any:
@@ -97,6 +98,7 @@ class RecordedRequest:
         return {
             "method": self.method,
             "path": self.path,
+            "client_port": self.client_port,
             "headers": self.headers,
             "json": self.json,
             "body": None if self.json is not None else self.body.decode("utf-8", "replace"),
@@ -158,6 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
             received_at=time.monotonic(),
+            client_port=int(self.client_address[1]),
         )
         with self.server.lock:
             self.server.state.requests.append(rec)

@@ -373,7 +373,7 @@ class OpenAICompatibleProvider:
 
     def _parse(self, received: _Received, model: str) -> Completion:
         status = received.status_code
-        if received.over_limit:
+        if received.over_limit and 200 <= status < 300:
             raise _AttemptFailed(
                 f"model provider response (HTTP {status}) is larger than the "
                 f"{self.settings.llm_max_response_bytes} byte limit (LLM_MAX_RESPONSE_BYTES)",
@@ -382,11 +382,13 @@ class OpenAICompatibleProvider:
                 received=received,
             )
         data: Any = None
-        json_error: str | None = None
-        try:
-            data = json.loads(received.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            json_error = _describe(exc)
+        json_error: str | None = "body exceeds the read limit"
+        if not received.over_limit:
+            try:
+                data = json.loads(received.body.decode("utf-8"))
+                json_error = None
+            except (UnicodeDecodeError, ValueError) as exc:
+                json_error = _describe(exc)
         if not 200 <= status < 300:
             detail = _error_detail(data)
             raise _AttemptFailed(
