@@ -57,6 +57,8 @@ class Settings:
     cursor_secret: str = ""
     idempotency_ttl_seconds: int = 3600
     post_attempts: int = 8
+    service_name: str = "chat-history"
+    metrics_namespace: str = "ChatHistory"
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -87,6 +89,8 @@ def get_settings() -> Settings:
         cursor_secret=_str("CURSOR_SECRET"),
         idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),
         post_attempts=_int("POST_ATTEMPTS", 8),
+        service_name=_str("POWERTOOLS_SERVICE_NAME", "chat-history"),
+        metrics_namespace=_str("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory"),
     )
 
 
