@@ -433,6 +433,7 @@ def test_time_budget_comes_from_the_lambda_context_minus_a_margin() -> None:
 
     # When / Then the budget leaves the margin, and no context means no budget
     assert time_budget_from_context(Context(), safety_margin_s=2.5) == pytest.approx(7.5)
+    assert time_budget_from_context(Context(), safety_margin_s=2.5, cap_s=5.0) == pytest.approx(5.0)
     assert time_budget_from_context(None) is None
 
 

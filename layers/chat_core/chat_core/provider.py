@@ -114,16 +114,20 @@ def to_openai_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, 
     return out
 
 
-def time_budget_from_context(context: object | None, *, safety_margin_s: float = 2.0) -> float | None:
+def time_budget_from_context(
+    context: object | None, *, safety_margin_s: float = 2.0, cap_s: float | None = None
+) -> float | None:
     """The time a model call may take inside a Lambda invocation: remaining time minus a margin.
 
-    The margin leaves room to store the answer (or the failure) after the call. None when the context
-    does not know its remaining time (local runs, tests).
+    The margin leaves room to store the answer (or the failure) after the call. `cap_s` bounds it
+    further, e.g. by what is left of API Gateway's 30 s integration timeout when the function's own
+    timeout is longer. None when there is neither a context that knows its remaining time nor a cap.
     """
     remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if not callable(remaining):
-        return None
-    return max(0.0, float(remaining()) / 1000.0 - safety_margin_s)
+    budget = float(remaining()) / 1000.0 - safety_margin_s if callable(remaining) else None
+    if cap_s is not None:
+        budget = cap_s if budget is None else min(budget, cap_s)
+    return None if budget is None else max(0.0, budget)
 
 
 # -- the OpenAI-compatible HTTP provider --------------------------------------------------------------
