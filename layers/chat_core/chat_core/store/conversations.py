@@ -53,6 +53,11 @@ class UsageMap(MapAttribute[str, Any]):
     total_tokens = NumberAttribute(default=0)
 
 
+def usage_map(prompt: int, completion: int, total: int) -> UsageMap:
+    """A usage map value for a message item."""
+    return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
 class Conversation(TableItem, discriminator="conversation"):
     """The conversation item (`sk = ~META`): owner, settings, sequence counter, totals, soft-delete state."""
 
@@ -237,6 +242,18 @@ def page_messages(owner: str, conversation_id: str, limit: int, start_key: Mappi
     page, more = found[:limit], len(found) > limit
     last_key = {"pk": page[-1].pk, "sk": page[-1].sk} if more and page else None
     return Page(items=page, last_key=last_key)
+
+
+def read_turn(owner: str, conversation_id: str, seq: int) -> tuple[Message | None, Message | None]:
+    """The user message at `seq` and the reply after it: one Query (an idempotent replay re-reads these)."""
+    pk, _ = Conversation.key(owner, conversation_id)
+    raw = _query(
+        pk,
+        range_key_condition=TableItem.sk.between(message_sk(seq), message_sk(seq + 1)),
+        consistent_read=True,
+    )
+    found = {int(m.seq): m for m in _items(raw) if isinstance(m, Message)}
+    return found.get(seq), found.get(seq + 1)
 
 
 def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
