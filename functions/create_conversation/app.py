@@ -1,0 +1,27 @@
+"""POST /conversations: create an empty conversation (title, system prompt, model, window policy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core import conversations
+from chat_core.api import build_app, caller, json_response
+from chat_core.observability import logger, metrics, tracer
+from chat_core.schemas import CreateConversationIn
+
+app = build_app()
+
+
+@app.post("/conversations")
+def create_conversation(body: CreateConversationIn) -> Response[Any]:
+    return json_response(201, conversations.create_conversation(caller(app), body))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

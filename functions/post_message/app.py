@@ -1,0 +1,30 @@
+"""POST /messages: store the user's message, ask the model, store the reply (seed 003, API-1..API-6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core import conversations
+from chat_core.api import build_app, caller, idempotency_key, json_response
+from chat_core.observability import logger, metrics, tracer
+from chat_core.schemas import PostMessageIn
+
+app = build_app()
+
+
+@app.post("/messages")
+def post_message(body: PostMessageIn) -> Response[Any]:
+    outcome = conversations.post_message(
+        caller(app), body, idempotency_key=idempotency_key(app), context=app.lambda_context
+    )
+    return json_response(outcome.status, outcome.body)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)
