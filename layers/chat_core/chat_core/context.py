@@ -251,20 +251,22 @@ class MessageContextManager:
         # The message with the part of its tool group it cannot be separated from.
         group_tokens = tokens + (self._open_tokens if copy["role"] == "tool" else 0)
         group_count = 1 + (self._open_count if copy["role"] == "tool" else 0)
-        if pinned:
-            self._check_fixed(group_tokens if copy["role"] == "tool" else tokens)
-        else:
-            need = self._fixed_tokens() + self._pinned_tokens + group_tokens
-            if need > self.limit:
-                raise InvalidInput(
-                    f"message needs {tokens} tokens; with the locked part of the context that is {need}, "
-                    f"over the limit of {self.limit}",
-                    tokens=tokens,
-                    limit=self.limit,
-                )
-            cap = self.policy.max_messages
-            if cap is not None and self._pinned_count + group_count > cap:
-                raise InvalidInput(f"message does not fit the {cap}-message window", limit=cap)
+        # A pinned message joins the locked part; any other must fit beside it once older history is gone.
+        locked_tokens = self._fixed_tokens() + self._pinned_tokens
+        need = locked_tokens + (tokens if pinned else group_tokens)
+        if need > self.limit:
+            raise InvalidInput(
+                f"message needs {tokens} tokens; with the locked part of the context that is {need}, "
+                f"over the limit of {self.limit}",
+                tokens=tokens,
+                limit=self.limit,
+            )
+        cap = self.policy.max_messages
+        if cap is not None and self._pinned_count + (1 if pinned else group_count) > cap:
+            raise InvalidInput(
+                f"message does not fit the {cap}-message window beside {self._pinned_count} pinned messages",
+                limit=cap,
+            )
         self._items.append(copy)
         self._roles[copy["role"]] += 1
         if pinned:
