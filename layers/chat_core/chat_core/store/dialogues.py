@@ -1,0 +1,725 @@
+"""Multi-party dialogue storage (seed 004): dialogues, participant index, entries; GetItem/Query only.
+
+Item layout in the single table (owner and world in every key, so no access crosses either):
+
+| item                 | pk                                    | sk                               |
+|----------------------|---------------------------------------|----------------------------------|
+| dialogue meta        | USER#<o>#WORLD#<w>#DLG#<dialogue_id>  | ~META                            |
+| entry                | USER#<o>#WORLD#<w>#DLG#<dialogue_id>  | E#<tick, 20 digits>#<seq, 10>    |
+| entry-id guard       | USER#<o>#WORLD#<w>#DLG#<dialogue_id>  | ID#<entry_id>                    |
+| world directory      | USER#<o>#WORLD#<w>#DIR                | DLG#<dialogue_id>                |
+| participant index    | USER#<o>#WORLD#<w>#P#<participant>    | DLG#<count, 2 digits>#<dialogue_id> |
+| participant stats    | USER#<o>#WORLD#<w>#P#<participant>    | ~STATS                           |
+
+The participant count sits in the index sort key, so "dialogues of P with more than k participants" is
+a key-condition range (`BETWEEN DLG#<k+1>#` and `DLG$`) that never reads a smaller dialogue. World ids,
+participant ids and entry ids are validated to exclude `#` (and the few other separators we use); the
+owner is percent-escaped; so no value can forge another key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import random
+import re
+import time
+import unicodedata
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pynamodb.attributes import ListAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteError
+from pynamodb.transactions import TransactWrite
+
+from chat_core.errors import Conflict, DialogueNotFound, InvalidInput, StoreUnavailable
+from chat_core.store.base import TableItem, bind, connection
+
+MAX_PARTICIPANTS: Final = 32  # one start writes 2 + 2n items; a transaction holds at most 100
+MAX_PARTICIPANT_ID_CHARS: Final = 64
+MAX_WORLD_ID_CHARS: Final = 64
+MAX_ENTRY_ID_CHARS: Final = 128
+MAX_ROLE_CHARS: Final = 32
+MAX_NAME_CHARS: Final = 64
+# Longer participant sets are stored under a digest so pk/sk stay far below DynamoDB's key limits.
+MAX_READABLE_KEY_BYTES: Final = 400
+PARTICIPANT_JOINER: Final = "+"
+_APPEND_ATTEMPTS: Final = 20
+
+_WORLD_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_ENTRY_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+_ROLE_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# `#` separates key parts, `,` separates ids in query strings, `+` joins a dialogue id, `~` marks a
+# digest id; `/`, `\`, `?`, `&`, `%` would make ids awkward in URLs. Whitespace and control characters
+# are never part of a sane id.
+_FORBIDDEN_ID_CHARS: Final = frozenset("#,+~/\\?&%")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------------------------------- keys
+
+
+def escape_owner(owner: str) -> str:
+    """The owner as it appears in a key: `%` and `#` percent-escaped so it can't end its own segment."""
+    if not isinstance(owner, str) or not owner:
+        raise InvalidInput("owner must be a non-empty string", field="owner")
+    return owner.replace("%", "%25").replace("#", "%23")
+
+
+def validate_world_id(world_id: object) -> str:
+    """A world (save slot) id: 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit."""
+    if not isinstance(world_id, str) or not world_id:
+        raise InvalidInput("world_id must be a non-empty string", field="world_id")
+    if len(world_id) > MAX_WORLD_ID_CHARS:
+        raise InvalidInput(
+            f"world_id has {len(world_id)} characters; the limit is {MAX_WORLD_ID_CHARS}", field="world_id"
+        )
+    if not _WORLD_RE.fullmatch(world_id):
+        raise InvalidInput(
+            f"world_id {world_id!r} may only contain letters, digits, '_', '.', '-' and must start with a "
+            "letter or digit",
+            field="world_id",
+        )
+    return world_id
+
+
+def validate_participant_id(participant_id: object, *, field: str = "participant_id") -> str:
+    """A participant id: 1-64 characters, any script, no whitespace/control characters, none of #,+~/\\?&%."""
+    if not isinstance(participant_id, str) or not participant_id:
+        raise InvalidInput(f"{field} must be a non-empty string", field=field)
+    if len(participant_id) > MAX_PARTICIPANT_ID_CHARS:
+        raise InvalidInput(
+            f"{field} has {len(participant_id)} characters; the limit is {MAX_PARTICIPANT_ID_CHARS}",
+            field=field,
+        )
+    for ch in participant_id:
+        if ch in _FORBIDDEN_ID_CHARS or ch.isspace() or unicodedata.category(ch)[0] in ("C", "Z"):
+            raise InvalidInput(
+                f"{field} {participant_id!r} contains {ch!r}; ids may not contain whitespace, control "
+                "characters or any of # , + ~ / \\ ? & %",
+                field=field,
+            )
+    return participant_id
+
+
+def normalize_participants(participant_ids: object, *, field: str = "participants") -> tuple[str, ...]:
+    """Validate a participant list and return it as a sorted set (duplicates collapse)."""
+    if isinstance(participant_ids, str) or not isinstance(participant_ids, Sequence | set | frozenset):
+        raise InvalidInput(f"{field} must be a list of participant ids", field=field)
+    ids = {validate_participant_id(p, field=field) for p in participant_ids}
+    if not ids:
+        raise InvalidInput(f"{field} must name at least one participant", field=field)
+    if len(ids) > MAX_PARTICIPANTS:
+        raise InvalidInput(
+            f"{field} names {len(ids)} participants; the limit is {MAX_PARTICIPANTS}", field=field
+        )
+    return tuple(sorted(ids))
+
+
+def dialogue_key(participants: Sequence[str]) -> str:
+    """The dialogue id of a sorted participant set: `a+b+c`, or `~<sha256>` when that would be long.
+
+    Readable ids can't start with `~` (forbidden in participant ids), so the two forms never collide.
+    """
+    joined = PARTICIPANT_JOINER.join(participants)
+    if len(joined.encode("utf-8")) <= MAX_READABLE_KEY_BYTES:
+        return joined
+    return "~" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def validate_dialogue_id(dialogue_id: object) -> str:
+    """A dialogue id as returned by `dialogue_key` (readable `a+b` or digest `~<hex>`)."""
+    if not isinstance(dialogue_id, str) or not dialogue_id:
+        raise InvalidInput("dialogue_id must be a non-empty string", field="dialogue_id")
+    if dialogue_id.startswith("~"):
+        if not re.fullmatch(r"~[0-9a-f]{64}", dialogue_id):
+            raise InvalidInput(f"dialogue_id {dialogue_id!r} is not a valid dialogue id", field="dialogue_id")
+        return dialogue_id
+    parts = dialogue_id.split(PARTICIPANT_JOINER)
+    for p in parts:
+        validate_participant_id(p, field="dialogue_id")
+    if list(parts) != sorted(set(parts)):
+        raise InvalidInput(
+            f"dialogue_id {dialogue_id!r} is not a valid dialogue id "
+            "(participant ids sorted, unique, joined by '+')",
+            field="dialogue_id",
+        )
+    return dialogue_id
+
+
+def validate_entry_id(entry_id: object) -> str:
+    """A client-chosen entry id (idempotency key): 1-128 characters of A-Z a-z 0-9 _ . : -."""
+    if not isinstance(entry_id, str) or not entry_id:
+        raise InvalidInput("entry_id must be a non-empty string", field="entry_id")
+    if len(entry_id) > MAX_ENTRY_ID_CHARS or not _ENTRY_ID_RE.fullmatch(entry_id):
+        raise InvalidInput(
+            f"entry_id must be 1-{MAX_ENTRY_ID_CHARS} characters of letters, digits, '_', '.', ':', '-'",
+            field="entry_id",
+        )
+    return entry_id
+
+
+def _world_prefix(owner: str, world_id: str) -> str:
+    return f"USER#{escape_owner(owner)}#WORLD#{world_id}"
+
+
+def _entry_sk(tick: int, seq: int) -> str:
+    return f"E#{tick:020d}#{seq:010d}"
+
+
+# -------------------------------------------------------------------------------------------- models
+
+
+class DialogueMetaItem(TableItem, discriminator="dialogue"):
+    """One per dialogue: its participant set and the per-dialogue entry sequence."""
+
+    dialogue_id = UnicodeAttribute()
+    world_id = UnicodeAttribute()
+    participants = ListAttribute[str]()
+    participant_count = NumberAttribute()
+    next_seq = NumberAttribute(default=0)
+    entry_count = NumberAttribute(default=0)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str, dialogue_id: str) -> str:
+        return f"{_world_prefix(owner, world_id)}#DLG#{dialogue_id}"
+
+    SK: Final = "~META"
+
+
+class WorldDialogueItem(TableItem, discriminator="world_dialogue"):
+    """World directory: lists a world's dialogues for export and the empty-world check of import."""
+
+    dialogue_id = UnicodeAttribute()
+    participants = ListAttribute[str]()
+    created_at = UnicodeAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str) -> str:
+        return f"{_world_prefix(owner, world_id)}#DIR"
+
+    @classmethod
+    def sk_for(cls, dialogue_id: str) -> str:
+        return f"DLG#{dialogue_id}"
+
+
+class ParticipantDialogueItem(TableItem, discriminator="participant_dialogue"):
+    """Inverted index: participant -> dialogue, with the dialogue's whole participant set."""
+
+    dialogue_id = UnicodeAttribute()
+    participants = ListAttribute[str]()
+    participant_count = NumberAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str, participant_id: str) -> str:
+        return f"{_world_prefix(owner, world_id)}#P#{participant_id}"
+
+    @classmethod
+    def sk_for(cls, participant_count: int, dialogue_id: str) -> str:
+        return f"DLG#{participant_count:02d}#{dialogue_id}"
+
+
+class ParticipantStatsItem(TableItem, discriminator="participant_stats"):
+    """How many dialogues a participant is in: lets retrieval start from the rarest participant."""
+
+    dialogue_count = NumberAttribute(default=0)
+
+    SK: Final = "~STATS"
+
+
+class DialogueEntryItem(TableItem, discriminator="dialogue_entry"):
+    """One line of a dialogue; the sort key orders by game tick, then by insertion sequence."""
+
+    entry_id = UnicodeAttribute()
+    participant_id = UnicodeAttribute()
+    role = UnicodeAttribute()
+    content = UnicodeAttribute()
+    game_tick = NumberAttribute()
+    seq = NumberAttribute()
+    name = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+
+
+class EntryIdGuardItem(TableItem, discriminator="dialogue_entry_id"):
+    """Makes an entry_id unique within its dialogue (retried queue deliveries never store twice)."""
+
+    entry_sk = UnicodeAttribute()
+
+    @classmethod
+    def sk_for(cls, entry_id: str) -> str:
+        return f"ID#{entry_id}"
+
+
+# ------------------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class DialogueRecord:
+    """A stored dialogue."""
+
+    dialogue_id: str
+    participants: tuple[str, ...]
+    next_seq: int
+    entry_count: int
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """A validated entry about to be stored."""
+
+    participant_id: str
+    role: str
+    content: str
+    game_tick: int
+    name: str | None = None
+    entry_id: str | None = None
+
+
+@dataclass(frozen=True)
+class EntryRecord:
+    """A stored entry of a dialogue (what history and export return)."""
+
+    dialogue_id: str
+    entry_id: str
+    participant_id: str
+    role: str
+    content: str
+    game_tick: int
+    seq: int
+    created_at: str
+    name: str | None = None
+
+    def sort_key(self) -> tuple[int, str, str, int]:
+        """Game tick first; equal ticks by wall-clock arrival, then dialogue and sequence (deterministic)."""
+        return (self.game_tick, self.created_at, self.dialogue_id, self.seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, `name` omitted when absent."""
+        out: dict[str, Any] = {
+            "dialogue_id": self.dialogue_id,
+            "entry_id": self.entry_id,
+            "participant_id": self.participant_id,
+            "role": self.role,
+            "content": self.content,
+            "game_tick": self.game_tick,
+            "seq": self.seq,
+            "created_at": self.created_at,
+        }
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+
+def _dialogue_record(item: DialogueMetaItem) -> DialogueRecord:
+    return DialogueRecord(
+        dialogue_id=item.dialogue_id,
+        participants=tuple(item.participants),
+        next_seq=int(item.next_seq),
+        entry_count=int(item.entry_count),
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+    )
+
+
+def _entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
+    return EntryRecord(
+        dialogue_id=dialogue_id,
+        entry_id=item.entry_id,
+        participant_id=item.participant_id,
+        role=item.role,
+        content=item.content,
+        game_tick=int(item.game_tick),
+        seq=int(item.seq),
+        created_at=item.created_at,
+        name=item.name,
+    )
+
+
+def _unavailable(exc: PynamoDBException, what: str) -> StoreUnavailable:
+    return StoreUnavailable(f"storage failed while {what}; retry later", cause=exc.cause_response_code)
+
+
+# ------------------------------------------------------------------------------------------ dialogues
+
+
+def get_dialogue(owner: str, world_id: str, dialogue_id: str) -> DialogueRecord | None:
+    """One GetItem (strongly consistent): the dialogue, or None."""
+    bind()
+    try:
+        item = DialogueMetaItem.get(
+            DialogueMetaItem.pk_for(owner, world_id, dialogue_id), DialogueMetaItem.SK, consistent_read=True
+        )
+    except DoesNotExist:
+        return None
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading a dialogue") from exc
+    return _dialogue_record(item)
+
+
+def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) -> bool:
+    """Create a dialogue with its directory, index and counter items in one transaction.
+
+    Returns True if this call created it, False if it already existed (a concurrent start won).
+    """
+    settings = bind()
+    dialogue_id = dialogue_key(participants)
+    now = _now()
+    count = len(participants)
+    meta = DialogueMetaItem(
+        DialogueMetaItem.pk_for(owner, world_id, dialogue_id),
+        DialogueMetaItem.SK,
+        dialogue_id=dialogue_id,
+        world_id=world_id,
+        participants=list(participants),
+        participant_count=count,
+        next_seq=0,
+        entry_count=0,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        with TransactWrite(connection=connection(settings)) as tx:
+            tx.save(meta, condition=DialogueMetaItem.pk.does_not_exist())
+            tx.save(
+                WorldDialogueItem(
+                    WorldDialogueItem.pk_for(owner, world_id),
+                    WorldDialogueItem.sk_for(dialogue_id),
+                    dialogue_id=dialogue_id,
+                    participants=list(participants),
+                    created_at=now,
+                )
+            )
+            for p in participants:
+                pk = ParticipantDialogueItem.pk_for(owner, world_id, p)
+                tx.save(
+                    ParticipantDialogueItem(
+                        pk,
+                        ParticipantDialogueItem.sk_for(count, dialogue_id),
+                        dialogue_id=dialogue_id,
+                        participants=list(participants),
+                        participant_count=count,
+                    )
+                )
+                tx.update(
+                    ParticipantStatsItem(pk, ParticipantStatsItem.SK),
+                    actions=[ParticipantStatsItem.dialogue_count.add(1)],
+                    add_version_condition=False,
+                )
+    except TransactWriteError as exc:
+        reasons = exc.cancellation_reasons or []
+        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+            return False
+        raise _unavailable(exc, "creating a dialogue") from exc
+    return True
+
+
+def append_entry(
+    owner: str, world_id: str, dialogue: DialogueRecord, entry: NewEntry
+) -> tuple[EntryRecord, bool]:
+    """Store `entry` at the dialogue's next sequence; returns (record, created).
+
+    One TransactWrite: put the entry, put its entry-id guard, bump `next_seq` only if it still has the
+    value we read. A concurrent writer makes the bump fail; we re-read and retry, so equal-tick entries
+    keep their arrival order and none is lost. A repeated `entry_id` returns the stored entry with
+    created=False instead of writing it twice.
+    """
+    settings = bind()
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue.dialogue_id)
+    entry_id = entry.entry_id or _new_entry_id()
+    expected = dialogue.next_seq
+    for attempt in range(_APPEND_ATTEMPTS):
+        now = _now()
+        sk = _entry_sk(entry.game_tick, expected)
+        item = DialogueEntryItem(
+            pk,
+            sk,
+            entry_id=entry_id,
+            participant_id=entry.participant_id,
+            role=entry.role,
+            content=entry.content,
+            game_tick=entry.game_tick,
+            seq=expected,
+            name=entry.name,
+            created_at=now,
+        )
+        try:
+            with TransactWrite(connection=connection(settings)) as tx:
+                tx.save(item, condition=DialogueEntryItem.pk.does_not_exist())
+                tx.save(
+                    EntryIdGuardItem(pk, EntryIdGuardItem.sk_for(entry_id), entry_sk=sk),
+                    condition=EntryIdGuardItem.pk.does_not_exist(),
+                )
+                tx.update(
+                    DialogueMetaItem(pk, DialogueMetaItem.SK),
+                    actions=[
+                        DialogueMetaItem.next_seq.set(expected + 1),
+                        DialogueMetaItem.entry_count.add(1),
+                        DialogueMetaItem.updated_at.set(now),
+                    ],
+                    condition=DialogueMetaItem.next_seq == expected,
+                    add_version_condition=False,
+                )
+        except TransactWriteError as exc:
+            reasons = exc.cancellation_reasons or []
+            codes = [r.code if r is not None else None for r in reasons]
+            if len(codes) == 3 and codes[1] == "ConditionalCheckFailed":
+                existing = _entry_by_id(owner, world_id, dialogue.dialogue_id, entry_id)
+                if existing is not None:
+                    return existing, False
+            # The sequence we read is stale: another writer took it (its entry exists, or the counter moved).
+            if len(codes) == 3 and "ConditionalCheckFailed" in (codes[0], codes[2]):
+                fresh = get_dialogue(owner, world_id, dialogue.dialogue_id)
+                if fresh is None:
+                    raise DialogueNotFound(f"dialogue {dialogue.dialogue_id!r} no longer exists") from exc
+                expected = fresh.next_seq
+                # Jittered backoff: writers racing on one dialogue spread out instead of colliding again.
+                time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # noqa: S311
+                continue
+            raise _unavailable(exc, "storing a dialogue entry") from exc
+        record = _entry_record(dialogue.dialogue_id, item)
+        return record, True
+    raise Conflict(
+        f"dialogue {dialogue.dialogue_id!r} is being written by many writers at once; retry",
+        dialogue_id=dialogue.dialogue_id,
+    )
+
+
+def _new_entry_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _entry_by_id(owner: str, world_id: str, dialogue_id: str, entry_id: str) -> EntryRecord | None:
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    try:
+        guard = EntryIdGuardItem.get(pk, EntryIdGuardItem.sk_for(entry_id), consistent_read=True)
+        item = DialogueEntryItem.get(pk, guard.entry_sk, consistent_read=True)
+    except DoesNotExist:
+        return None
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading a dialogue entry") from exc
+    return _entry_record(dialogue_id, item)
+
+
+# -------------------------------------------------------------------------------------------- reading
+
+
+def newest_entries(owner: str, world_id: str, dialogue_id: str, limit: int) -> list[EntryRecord]:
+    """One Query, newest first with Limit=limit; returned oldest first (tick, then sequence)."""
+    bind()
+    if limit <= 0:
+        return []
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    try:
+        items = list(
+            DialogueEntryItem.query(
+                pk,
+                DialogueEntryItem.sk.startswith("E#"),
+                scan_index_forward=False,
+                limit=limit,
+                page_size=limit,
+            )
+        )
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading dialogue entries") from exc
+    return [_entry_record(dialogue_id, i) for i in reversed(items)]
+
+
+def participant_dialogue_counts(owner: str, world_id: str, participants: Sequence[str]) -> dict[str, int]:
+    """BatchGetItem of each participant's counter item (absent = 0 dialogues)."""
+    bind()
+    keys = [
+        (ParticipantDialogueItem.pk_for(owner, world_id, p), ParticipantStatsItem.SK) for p in participants
+    ]
+    by_pk = {k[0]: p for k, p in zip(keys, participants, strict=True)}
+    counts = dict.fromkeys(participants, 0)
+    try:
+        for item in ParticipantStatsItem.batch_get(keys, consistent_read=True):
+            counts[by_pk[item.pk]] = int(item.dialogue_count)
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading participant counters") from exc
+    return counts
+
+
+def dialogues_with_more_participants(
+    owner: str, world_id: str, participant_id: str, more_than: int
+) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """Query the participant's index for dialogues with more than `more_than` participants.
+
+    The count is in the sort key, so smaller dialogues are never read. Yields (dialogue_id, participants).
+    """
+    bind()
+    if more_than >= MAX_PARTICIPANTS:
+        return
+    pk = ParticipantDialogueItem.pk_for(owner, world_id, participant_id)
+    # '$' sorts right after '#', so this range covers every DLG#<count>#... with count > more_than.
+    low = f"DLG#{more_than + 1:02d}#"
+    try:
+        for item in ParticipantDialogueItem.query(pk, ParticipantDialogueItem.sk.between(low, "DLG$")):
+            yield item.dialogue_id, tuple(item.participants)
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading the participant index") from exc
+
+
+def merge_newest(streams: Iterable[list[EntryRecord]], limit: int) -> list[EntryRecord]:
+    """Newest `limit` entries across per-dialogue lists (each oldest first), returned oldest first.
+
+    Order is `EntryRecord.sort_key` (tick, then arrival time, dialogue and sequence). Each list is at
+    most `limit` long, so sorting it is cheap; the heap merge then costs O(limit * log(streams)).
+    """
+    if limit <= 0:
+        return []
+    ordered = [sorted(s, key=EntryRecord.sort_key, reverse=True) for s in streams]
+    newest_first = heapq.merge(*ordered, key=EntryRecord.sort_key, reverse=True)
+    picked: list[EntryRecord] = []
+    for record in newest_first:
+        picked.append(record)
+        if len(picked) == limit:
+            break
+    picked.reverse()
+    return picked
+
+
+# ------------------------------------------------------------------------------------ export / import
+
+
+def world_dialogue_ids(owner: str, world_id: str) -> Iterator[str]:
+    """Query the world directory: every dialogue id of the world, in id order."""
+    bind()
+    try:
+        for item in WorldDialogueItem.query(
+            WorldDialogueItem.pk_for(owner, world_id), WorldDialogueItem.sk.startswith("DLG#")
+        ):
+            yield item.dialogue_id
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "listing a world's dialogues") from exc
+
+
+def world_is_empty(owner: str, world_id: str) -> bool:
+    """One Query with Limit=1 on the world directory."""
+    bind()
+    try:
+        return not any(
+            WorldDialogueItem.query(
+                WorldDialogueItem.pk_for(owner, world_id),
+                WorldDialogueItem.sk.startswith("DLG#"),
+                limit=1,
+            )
+        )
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading a world") from exc
+
+
+def read_dialogue(
+    owner: str, world_id: str, dialogue_id: str
+) -> tuple[DialogueRecord, list[EntryRecord]] | None:
+    """The whole dialogue partition with one (paginated) Query: meta and every entry in tick order."""
+    bind()
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    meta: DialogueRecord | None = None
+    entries: list[EntryRecord] = []
+    try:
+        for item in TableItem.query(pk, consistent_read=True):
+            if isinstance(item, DialogueEntryItem):
+                entries.append(_entry_record(dialogue_id, item))
+            elif isinstance(item, DialogueMetaItem):
+                meta = _dialogue_record(item)
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "reading a dialogue") from exc
+    if meta is None:
+        return None
+    return meta, entries
+
+
+def restore_dialogue(
+    owner: str, world_id: str, dialogue: DialogueRecord, entries: Sequence[EntryRecord]
+) -> None:
+    """Write a dialogue exactly as exported (ids, sequences, timestamps) into a world that lacks it.
+
+    Batched writes (25 per request, retried by PynamoDB); the meta item goes last so a half-finished
+    restore is visible as a missing dialogue, not as a dialogue with missing entries. The participant
+    counters use an atomic ADD so dialogues restored side by side don't overwrite each other's counts.
+    """
+    settings = bind()
+    participants = dialogue.participants
+    dialogue_id = dialogue.dialogue_id
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    count = len(participants)
+    try:
+        with TableItem.batch_write() as batch:
+            for e in entries:
+                sk = _entry_sk(e.game_tick, e.seq)
+                batch.save(
+                    DialogueEntryItem(
+                        pk,
+                        sk,
+                        entry_id=e.entry_id,
+                        participant_id=e.participant_id,
+                        role=e.role,
+                        content=e.content,
+                        game_tick=e.game_tick,
+                        seq=e.seq,
+                        name=e.name,
+                        created_at=e.created_at,
+                    )
+                )
+                batch.save(EntryIdGuardItem(pk, EntryIdGuardItem.sk_for(e.entry_id), entry_sk=sk))
+            for p in participants:
+                batch.save(
+                    ParticipantDialogueItem(
+                        ParticipantDialogueItem.pk_for(owner, world_id, p),
+                        ParticipantDialogueItem.sk_for(count, dialogue_id),
+                        dialogue_id=dialogue_id,
+                        participants=list(participants),
+                        participant_count=count,
+                    )
+                )
+        with TransactWrite(connection=connection(settings)) as tx:
+            tx.save(
+                DialogueMetaItem(
+                    pk,
+                    DialogueMetaItem.SK,
+                    dialogue_id=dialogue_id,
+                    world_id=world_id,
+                    participants=list(participants),
+                    participant_count=count,
+                    next_seq=dialogue.next_seq,
+                    entry_count=dialogue.entry_count,
+                    created_at=dialogue.created_at,
+                    updated_at=dialogue.updated_at,
+                ),
+                condition=DialogueMetaItem.pk.does_not_exist(),
+            )
+            tx.save(
+                WorldDialogueItem(
+                    WorldDialogueItem.pk_for(owner, world_id),
+                    WorldDialogueItem.sk_for(dialogue_id),
+                    dialogue_id=dialogue_id,
+                    participants=list(participants),
+                    created_at=dialogue.created_at,
+                )
+            )
+            for p in participants:
+                tx.update(
+                    ParticipantStatsItem(
+                        ParticipantDialogueItem.pk_for(owner, world_id, p), ParticipantStatsItem.SK
+                    ),
+                    actions=[ParticipantStatsItem.dialogue_count.add(1)],
+                    add_version_condition=False,
+                )
+    except TransactWriteError as exc:
+        reasons = exc.cancellation_reasons or []
+        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+            raise Conflict(f"dialogue {dialogue_id!r} already exists in world {world_id!r}") from exc
+        raise _unavailable(exc, "restoring a dialogue") from exc
+    except PynamoDBException as exc:
+        raise _unavailable(exc, "restoring a dialogue") from exc
