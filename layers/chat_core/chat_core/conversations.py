@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -211,6 +210,7 @@ def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, 
         updated_at=now,
     )
     store.create_conversation(conversation)
+    metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
     logger.info("conversation created", conversation_id=conversation.conversation_id, model=model)
     return conversation_view(conversation)
 
@@ -272,8 +272,18 @@ def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
     return PostOutcome(status=int(record["status"]), body=body, seq=seq)
 
 
-@lru_cache(maxsize=4)
+_idempotent: tuple[Settings, IdempotencyConfig, Callable[..., dict[str, Any]]] | None = None
+
+
 def _idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
+    """The idempotent post of this process's settings (built once; rebuilt when settings change)."""
+    global _idempotent
+    if _idempotent is None or _idempotent[0] != settings:
+        _idempotent = (settings, *_build_idempotent_post(settings))
+    return _idempotent[1], _idempotent[2]
+
+
+def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
     """The post logic wrapped in Powertools Idempotency, on the same table (API-6).
 
     The record keeps only (status, conversation_id, seq): a replay re-reads that turn, so the record
@@ -320,6 +330,7 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     history_tokens = sum(int(m["tokens"]) for m in usable[len(usable) - kept :]) if kept else 0
     assistant, reported, local = _reply_message(owner, turn, history_tokens, completion, failure)
     store.record_reply(turn.conversation, assistant, assistant.created_at, reported=reported, local=local)
+    metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(
         "turn stored",
         conversation_id=turn.conversation.conversation_id,
@@ -541,6 +552,7 @@ def list_conversations(owner: str, *, limit: int, cursor: str | None = None) -> 
 
     start = decode_cursor(owner, LIST_SCOPE, cursor, mine) if cursor is not None else None
     page = store.page_conversations(owner, limit, start)
+    metrics.add_metric(name="ConversationsListed", unit=MetricUnit.Count, value=1)
     return {
         "items": [conversation_view(c) for c in page.items],
         "next_cursor": encode_cursor(owner, LIST_SCOPE, page.last_key) if page.last_key else None,
@@ -563,6 +575,7 @@ def get_conversation(
     if conversation is None or conversation.is_deleted:
         raise _not_found(conversation_id)
     page = store.page_messages(owner, conversation_id, limit, start)
+    metrics.add_metric(name="ConversationsRead", unit=MetricUnit.Count, value=1)
     view = conversation_view(conversation)
     view["messages"] = [message_view(m) for m in page.items]
     view["next_cursor"] = encode_cursor(owner, scope, page.last_key) if page.last_key else None
@@ -581,6 +594,7 @@ def delete_conversation(owner: str, conversation_id: str) -> None:
         now + timedelta(days=settings.retention_days),
     )
     logger.info("conversation deleted", conversation_id=conversation_id)
+    metrics.add_metric(name="ConversationsDeleted", unit=MetricUnit.Count, value=1)
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
@@ -593,6 +607,7 @@ def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> di
     assert conversation is not None
     model = request.model or conversation.model
     window, _ = _window(conversation, recent.messages, request.content, None, model, override)
+    metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
     return {"messages": window.messages, "stats": stats}

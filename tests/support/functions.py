@@ -1,0 +1,101 @@
+"""Load each functions/<name>/app.py by path under its own module name (they are all called app.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tests.support import events
+from tests.support.lambda_context import LambdaContext
+
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+NAMES = (
+    "create_conversation",
+    "post_message",
+    "list_conversations",
+    "get_conversation",
+    "delete_conversation",
+    "build_window",
+)
+
+
+def load(name: str) -> ModuleType:
+    """functions/<name>/app.py as module `chat_fn_<name>` (loaded once per test session)."""
+    module_name = f"chat_fn_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, FUNCTIONS / name / "app.py")
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no handler for {name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Answer:
+    """A handler's HTTP answer: status, headers and the body parsed as JSON (None when empty)."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
+    raw: dict[str, Any]
+
+    @property
+    def error_code(self) -> str | None:
+        error = self.body.get("error") if isinstance(self.body, dict) else None
+        return error.get("code") if isinstance(error, dict) else None
+
+
+def invoke(name: str, event: dict[str, Any], context: LambdaContext | None = None) -> Answer:
+    """Run the handler of function `name` with `event` as Lambda would, and parse its answer."""
+    raw = load(name).lambda_handler(event, context or LambdaContext(function_name=name))
+    text = raw.get("body") or ""
+    body = json.loads(text) if text else None
+    return Answer(status=int(raw["statusCode"]), headers=dict(raw.get("headers") or {}), body=body, raw=raw)
+
+
+# -- one call per route, for tests that are about behaviour rather than events ----------------------------
+
+
+def post(
+    content: str,
+    conversation_id: str | None = None,
+    *,
+    user: str | None = "alice",
+    idempotency_key: str | None = None,
+    context: LambdaContext | None = None,
+    **fields: Any,
+) -> Answer:
+    body: dict[str, Any] = {"content": content, **fields}
+    if conversation_id is not None:
+        body["conversation_id"] = conversation_id
+    event = events.post_message(body, user=user, idempotency_key=idempotency_key)
+    return invoke("post_message", event, context)
+
+
+def create(user: str | None = "alice", **fields: Any) -> Answer:
+    return invoke("create_conversation", events.create_conversation(fields, user=user))
+
+
+def detail(conversation_id: str, *, user: str | None = "alice", **query: str) -> Answer:
+    return invoke("get_conversation", events.get_conversation(conversation_id, query or None, user=user))
+
+
+def listing(*, user: str | None = "alice", **query: str) -> Answer:
+    return invoke("list_conversations", events.list_conversations(query or None, user=user))
+
+
+def delete(conversation_id: str, *, user: str | None = "alice") -> Answer:
+    return invoke("delete_conversation", events.delete_conversation(conversation_id, user=user))
+
+
+def window(conversation_id: str, content: str, *, user: str | None = "alice", **fields: Any) -> Answer:
+    body = {"content": content, **fields}
+    return invoke("build_window", events.build_window(conversation_id, body, user=user))
