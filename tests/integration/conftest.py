@@ -1,4 +1,4 @@
-"""Fixtures of the HTTP service tests: a moto table built from template.yaml, the offline or stand-in model."""
+"""Fixtures of the service tests: a moto table built from template.yaml, the offline or stand-in model."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import botocore.client
 import pytest
-from moto import mock_aws
-from moto.core.botocore_stubber import BotocoreStubber
-
 from chat_core import conversations
 from chat_core.provider import reset_provider
 from chat_core.settings import reset_settings
+from moto import mock_aws
+from moto.core.botocore_stubber import BotocoreStubber
+
 from tests.support.openai_standin import OpenAIStandin
 from tests.support.table import create_table
 

@@ -205,7 +205,7 @@ def _expected_window(history: list[dict[str, Any]], current: str) -> list[dict[s
 
 
 def test_build_window_with_limits(standin_llm: OpenAIStandin, dynamo_calls: Counter[str]) -> None:
-    """Seed 003 "Build window with limits" (WIN-2, API-4): one Query, <=10 messages, <=5000 chars, in order."""
+    """Seed 003 "Build window with limits" (WIN-2, API-4): one Query, <=10 messages, <=5000 chars."""
     # Given a conversation of 8 turns (16 messages), some long enough for the character cap to bite
     conversation_id = api.post("turn 0").body["conversation_id"]
     for turn in range(1, 8):
