@@ -1,0 +1,412 @@
+"""`chat`: terminal client of the Chat History API — a REPL by default, `--once` for one turn (seed 002)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from chat_local.client import DEFAULT_API, ApiError, ChatApi, ServerUnreachable
+from chat_local.session import ChatSession, SessionOptions, TokenizerChoiceError, TurnResult
+
+EXIT_OK = 0
+EXIT_TURN_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_REFUSED = 4
+
+HELP = """\
+Commands:
+  /help              this list
+  /exit, /quit       end the session (Ctrl-D works too)
+  /new               end this session and start a new conversation
+  /list              your conversations, most recently updated first
+  /window [text]     what the next turn would send to the model (as the server builds it), with token counts
+  /resume ID         end this session and continue conversation ID
+  /id                this session's id (= the conversation id)
+Anything else is sent as your message. Start a message with // to send a text that begins with /.
+"""
+
+
+def _default_user() -> str:
+    return os.environ.get("CHAT_USER") or os.environ.get("USER") or os.environ.get("USERNAME") or "local"
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from exc
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {number}")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chat",
+        description="Chat with the Chat History API. Interactive by default; --once runs one turn and exits.",
+        epilog=(
+            "Exit codes: 0 ok, 1 the turn failed (API or model error), 2 bad usage, 3 server unreachable, "
+            "4 refused by --max-prompt-tokens. Events are written to <log-dir>/<session_id>.jsonl."
+        ),
+    )
+    parser.add_argument("question", nargs="*", help="first question (the only one with --once)")
+    parser.add_argument(
+        "--once", action="store_true", help="run one turn and exit (question from argv or stdin)"
+    )
+    parser.add_argument(
+        "--api",
+        default=os.environ.get("CHAT_API") or DEFAULT_API,
+        help=f"API base URL (default $CHAT_API or {DEFAULT_API})",
+    )
+    parser.add_argument(
+        "--user",
+        default=None,
+        help="your user id, sent as X-User-Id to the local server (default $CHAT_USER, $USER or 'local')",
+    )
+    parser.add_argument("--token", default=os.environ.get("CHAT_TOKEN"), help="Bearer JWT for a deployed API")
+    parser.add_argument(
+        "--conversation", metavar="ID", help="resume this conversation (its id is the session id)"
+    )
+    parser.add_argument("--model", help="model for a new conversation and its turns (default: the server's)")
+    parser.add_argument("--system", metavar="PROMPT", help="system prompt of a new conversation")
+    parser.add_argument("--title", help="title of a new conversation")
+    parser.add_argument(
+        "--log-dir", type=Path, default=Path("history"), help="JSONL directory (default history/)"
+    )
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=_positive,
+        metavar="N",
+        help="refuse a turn whose prompt (the window the server would send) is over N tokens",
+    )
+    parser.add_argument(
+        "--warn-prompt-tokens", type=_positive, metavar="N", help="warn when the prompt is over N"
+    )
+    parser.add_argument(
+        "--tokenizer-model",
+        metavar="NAME",
+        help="tokenizer for local counts: an encoding (o200k_base, cl100k_base) or a model name "
+        "(default: the conversation's model)",
+    )
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one API call")
+    parser.add_argument("--json", action="store_true", help="with --once: print the API's JSON answer")
+    parser.add_argument("--no-spinner", action="store_true", help="never show the thinking spinner")
+    return parser
+
+
+class Console:
+    """Terminal output: replies on stdout, everything else (status, warnings, errors) on stderr."""
+
+    def __init__(
+        self, out: IO[str] | None = None, err: IO[str] | None = None, *, spinner: bool = True
+    ) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.spinner_enabled = spinner and _isatty(self.out) and _isatty(self.err)
+
+    def reply(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def info(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    @contextmanager
+    def thinking(self) -> Iterator[None]:
+        """A spinner on stderr while the model thinks (only on a terminal)."""
+        if not self.spinner_enabled:
+            yield
+            return
+        stop = threading.Event()
+
+        def spin() -> None:
+            for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
+                self.err.write(f"\r{frame} thinking…")
+                self.err.flush()
+                if stop.wait(0.1):
+                    break
+            self.err.write("\r\033[K")
+            self.err.flush()
+
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _token_line(result: TurnResult) -> str:
+    tokens = result.tokens
+    if not tokens:
+        return ""
+    source = (
+        "provider usage" if tokens.get("source") == "usage" else "local count; the provider sent no usage"
+    )
+    return (
+        f"  [tokens: prompt {tokens['prompt']} · completion {tokens['completion']} · total {tokens['total']} "
+        f"({source}) · {result.duration_ms / 1000:.1f} s]"
+    )
+
+
+def render_turn(console: Console, result: TurnResult, *, verbose: bool) -> None:
+    if result.status == "ok":
+        console.reply(result.reply or "")
+        if verbose:
+            console.info(_token_line(result))
+        return
+    if result.reply:
+        console.reply(result.reply)
+    console.info(result.error or "the turn failed")
+
+
+def _exit_code(result: TurnResult) -> int:
+    if result.status == "ok":
+        return EXIT_OK
+    if result.status == "refused":
+        return EXIT_REFUSED
+    return EXIT_UNREACHABLE if result.unreachable else EXIT_TURN_FAILED
+
+
+class Repl:
+    """The interactive loop: reads lines, runs turns, handles /commands, keeps the session log."""
+
+    def __init__(self, api: ChatApi, console: Console, options: SessionOptions, session: ChatSession) -> None:
+        self.api = api
+        self.console = console
+        self.options = options
+        self.session = session
+        self.interactive_input = _isatty(sys.stdin)
+
+    def announce(self) -> None:
+        s = self.session
+        state = "resumed" if not s.created else "new conversation"
+        self.console.info(
+            f"session {s.session_id}  ({state}, model {s.model}, tokenizer {s.counter.encoding})"
+        )
+        if s.log_path is not None:
+            self.console.info(f"  events -> {s.log_path}")
+        self.console.info("  /help for commands, /exit or Ctrl-D to quit")
+
+    def turn(self, text: str) -> TurnResult:
+        result = self.session.run_turn(text, waiting=self.console.thinking, on_warning=self.console.info)
+        render_turn(self.console, result, verbose=True)
+        return result
+
+    def read(self) -> str | None:
+        try:
+            if self.interactive_input:
+                return input("you> ")
+            line = sys.stdin.readline()
+            return None if line == "" else line.rstrip("\n")
+        except EOFError:
+            return None
+
+    def run(self, first: str | None) -> int:
+        self.announce()
+        last = EXIT_OK
+        if first:
+            last = _exit_code(self.turn(first))
+        while True:
+            try:
+                line = self.read()
+            except KeyboardInterrupt:
+                self.console.info("")
+                break
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("//"):
+                text = text[1:]
+            elif text.startswith("/"):
+                if not self.command(text):
+                    break
+                continue
+            try:
+                last = _exit_code(self.turn(text))
+            except KeyboardInterrupt:
+                self.console.info("(interrupted; the server may still store this turn)")
+        self.finish()
+        return last
+
+    def finish(self) -> None:
+        discarded = self.session.close()
+        if discarded:
+            self.console.info(f"session {self.session.session_id} ended (empty conversation discarded)")
+        else:
+            self.console.info(
+                f"session {self.session.session_id} ended; resume with: chat --conversation "
+                f"{self.session.session_id}"
+            )
+
+    def command(self, text: str) -> bool:
+        """Run a /command; False means leave the loop."""
+        name, _, arg = text.partition(" ")
+        arg = arg.strip()
+        try:
+            if name in ("/exit", "/quit", "/q"):
+                return False
+            if name in ("/help", "/?"):
+                self.console.info(HELP.rstrip())
+            elif name == "/id":
+                self.console.info(self.session.session_id)
+            elif name == "/new":
+                self.switch(None)
+            elif name == "/resume":
+                if not arg:
+                    self.console.info("usage: /resume CONVERSATION_ID")
+                else:
+                    self.switch(arg)
+            elif name == "/list":
+                self.list_conversations()
+            elif name == "/window":
+                self.show_window(arg or "…")
+            else:
+                self.console.info(f"unknown command {name}; /help lists the commands")
+        except (ApiError, ServerUnreachable) as exc:
+            self.console.info(str(exc))
+        return True
+
+    def switch(self, conversation_id: str | None) -> None:
+        new = ChatSession.open(
+            self.api, mode="interactive", options=self.options, conversation_id=conversation_id
+        )
+        self.finish()
+        self.session = new
+        self.announce()
+
+    def list_conversations(self) -> None:
+        page = self.api.list_conversations(limit=20)
+        items = page.get("items") or []
+        if not items:
+            self.console.info("no conversations yet")
+            return
+        for item in items:
+            mark = "*" if item.get("conversation_id") == self.session.session_id else " "
+            title = item.get("title") or "(untitled)"
+            self.console.info(
+                f"{mark} {item.get('conversation_id')}  {item.get('updated_at')}  "
+                f"{item.get('message_count', 0):>4} msgs  {title}"
+            )
+        if page.get("next_cursor"):
+            self.console.info("  (more: only the 20 most recent are shown)")
+
+    def show_window(self, text: str) -> None:
+        preview = self.session.preview(text)
+        self.console.info(
+            f"window for a next message {text!r}: {len(preview.messages)} messages, "
+            f"{preview.prompt_tokens} prompt tokens ({self.session.counter.encoding}, chat format)"
+        )
+        for message, count in zip(preview.messages, preview.per_message, strict=True):
+            content = str(message.get("content") or "")
+            flat = " ".join(content.split())
+            short = flat if len(flat) <= 70 else flat[:69] + "…"
+            self.console.info(f"  {message.get('role', '?'):<9} {count:>6}  {short}")
+        dropped = preview.stats.get("dropped") or []
+        if dropped:
+            self.console.info(f"  dropped from the window: {len(dropped)} older message(s)")
+        limit = self.options.max_prompt_tokens
+        if limit is not None:
+            self.console.info(
+                f"  --max-prompt-tokens {limit}: {'OK' if preview.prompt_tokens <= limit else 'OVER'}"
+            )
+
+
+def _question(args: argparse.Namespace, console: Console) -> str | None:
+    if args.question:
+        return " ".join(args.question)
+    if args.once and not _isatty(sys.stdin):
+        text = sys.stdin.read().strip()
+        return text or None
+    return None
+
+
+def run_once(api: ChatApi, console: Console, options: SessionOptions, args: argparse.Namespace) -> int:
+    question = _question(args, console)
+    if not question:
+        console.info("chat: --once needs a question, as an argument or on stdin")
+        return EXIT_USAGE
+    session = ChatSession.open(api, mode="once", options=options, conversation_id=args.conversation)
+    console.info(f"session {session.session_id}")
+    try:
+        result = session.run_turn(question, waiting=console.thinking, on_warning=console.info)
+    finally:
+        session.close()
+    if args.json and result.response is not None:
+        console.reply(json.dumps(result.response, ensure_ascii=False, indent=2))
+        if result.status != "ok":
+            console.info(result.error or "the turn failed")
+    else:
+        render_turn(console, result, verbose=False)
+    return _exit_code(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console(spinner=not args.no_spinner)
+    if (
+        args.max_prompt_tokens is not None
+        and args.warn_prompt_tokens is not None
+        and args.warn_prompt_tokens > args.max_prompt_tokens
+    ):
+        console.info("chat: --warn-prompt-tokens should not be above --max-prompt-tokens")
+        return EXIT_USAGE
+    user = args.user or (None if args.token else _default_user())
+    options = SessionOptions(
+        model=args.model,
+        system_prompt=args.system,
+        title=args.title,
+        tokenizer_model=args.tokenizer_model,
+        max_prompt_tokens=args.max_prompt_tokens,
+        warn_prompt_tokens=args.warn_prompt_tokens,
+        log_dir=args.log_dir,
+    )
+    api = ChatApi(args.api, user=user, token=args.token, timeout_s=args.timeout)
+    try:
+        if args.once:
+            return run_once(api, console, options, args)
+        first = _question(args, console)
+        session = ChatSession.open(
+            api, mode="interactive", options=options, conversation_id=args.conversation
+        )
+        return Repl(api, console, options, session).run(first)
+    except ServerUnreachable as exc:
+        console.info(f"chat: {exc}")
+        return EXIT_UNREACHABLE
+    except ApiError as exc:
+        console.info(f"chat: {exc}")
+        return EXIT_TURN_FAILED
+    except TokenizerChoiceError as exc:
+        console.info(f"chat: --tokenizer-model: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        console.info("")
+        return 130
+    except OSError as exc:
+        console.info(f"chat: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "))
+        return EXIT_TURN_FAILED
+    finally:
+        api.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""HTTP client of the Chat History API (SPEC §4) for the `chat` CLI: httpx, plain errors, no tracebacks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+DEFAULT_API = "http://127.0.0.1:3000"
+
+
+class ApiError(Exception):
+    """The API answered with an error status; `message` is the server's error.message."""
+
+    def __init__(self, status: int, code: str, message: str, body: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.body = body
+
+    def __str__(self) -> str:
+        return f"error {self.status} ({self.code}): {self.message}"
+
+
+class ServerUnreachable(Exception):
+    """Nothing answered at the API URL (connection refused, DNS, timeout)."""
+
+    def __init__(self, api: str, reason: str) -> None:
+        super().__init__(reason)
+        self.api = api
+        self.reason = reason
+
+    def __str__(self) -> str:
+        hint = "start the local server with `make run` in another terminal"
+        if not _is_local(self.api):
+            hint = "check the --api URL and your network"
+        return f"cannot reach the Chat History API at {self.api} ({self.reason}); {hint}"
+
+
+def _is_local(url: str) -> bool:
+    host = httpx.URL(url).host
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def _error_from(response: httpx.Response) -> ApiError:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    code, message = "http_error", (response.text.strip()[:300] or response.reason_phrase)
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            code = str(error.get("code") or code)
+            message = str(error.get("message") or message)
+        elif isinstance(body.get("message"), str):
+            message = body["message"]
+        # A 502 from POST /messages has the success shape: the model failed, the turn was stored.
+        assistant = body.get("assistant_message")
+        if isinstance(assistant, Mapping) and isinstance(assistant.get("error"), Mapping):
+            code = "provider_failed"
+            message = str(assistant["error"].get("message") or message)
+    return ApiError(response.status_code, code, message, body)
+
+
+class ChatApi:
+    """One method per route of SPEC §4. Identity: X-User-Id (local dev server) or a Bearer JWT."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_API,
+        *,
+        user: str | None = None,
+        token: str | None = None,
+        timeout_s: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Accept": "application/json", "User-Agent": "chat-cli"}
+        if user:
+            headers["X-User-Id"] = user
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        try:
+            response = self._http.request(method, path, json=json, params=params, headers=headers)
+        except httpx.TimeoutException as exc:
+            raise ServerUnreachable(self.base_url, f"no answer: {type(exc).__name__}") from exc
+        except httpx.TransportError as exc:
+            reason = str(exc) or type(exc).__name__
+            if "refused" in reason.lower() or isinstance(exc, httpx.ConnectError):
+                reason = "connection refused" if "refused" in reason.lower() else reason
+            raise ServerUnreachable(self.base_url, reason) from exc
+        if response.status_code >= 400:
+            raise _error_from(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ApiError(
+                response.status_code, "bad_response", "the API answered with a body that is not JSON"
+            ) from exc
+
+    # -- routes -----------------------------------------------------------------------------------
+
+    def create_conversation(
+        self, *, title: str | None = None, system_prompt: str | None = None, model: str | None = None
+    ) -> dict[str, Any]:
+        body = {
+            k: v for k, v in {"title": title, "system_prompt": system_prompt, "model": model}.items() if v
+        }
+        return dict(self.request("POST", "/conversations", json=body))
+
+    def post_message(
+        self,
+        conversation_id: str | None,
+        content: str,
+        *,
+        model: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"content": content}
+        if conversation_id:
+            body["conversation_id"] = conversation_id
+        if model:
+            body["model"] = model
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return dict(self.request("POST", "/messages", json=body, headers=headers))
+
+    def list_conversations(self, *, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        return dict(self.request("GET", "/conversations", params=params))
+
+    def get_conversation(self, conversation_id: str, *, limit: int | None = None) -> dict[str, Any]:
+        params = {"limit": limit} if limit else None
+        return dict(self.request("GET", f"/conversations/{quote(conversation_id, safe='')}", params=params))
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        self.request("DELETE", f"/conversations/{quote(conversation_id, safe='')}")
+
+    def build_window(self, conversation_id: str, content: str, *, model: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"content": content}
+        if model:
+            body["model"] = model
+        return dict(
+            self.request("POST", f"/conversations/{quote(conversation_id, safe='')}/window", json=body)
+        )

@@ -1,0 +1,635 @@
+"""`chat-local-server` (`make run`): the whole API of template.yaml on 127.0.0.1, in one process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from chat_local.apigw import (
+    MAX_BODY_BYTES,
+    HttpRequest,
+    HttpResponse,
+    NoRoute,
+    Router,
+    build_event,
+    error_response,
+    json_response,
+    proxy_response,
+)
+from chat_local.dynamodb import (
+    EmbeddedDynamoDB,
+    SnapshotError,
+    Snapshotter,
+    TtlSweeper,
+    dynamodb_client,
+    ensure_table,
+    is_loopback,
+    read_snapshot,
+    restore_items,
+)
+from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable, apply_function_environment
+from chat_local.openapi import build_openapi, swagger_page
+from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
+from chat_local.template import LOCAL_ACCOUNT_ID, Template, TemplateError, load_template
+
+log = logging.getLogger("chat_local.server")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT_FILE = "dynamodb.json"
+_INVOKE_PREFIX = "/2015-03-31/functions/"
+
+
+def _default_template() -> Path:
+    here = Path.cwd() / "template.yaml"
+    return here if here.is_file() else PROJECT_ROOT / "template.yaml"
+
+
+@dataclass
+class ServerConfig:
+    """Everything `chat-local-server` can be told; defaults are what `make run` uses."""
+
+    host: str = "127.0.0.1"
+    port: int = 3000
+    template: Path = field(default_factory=_default_template)
+    data_dir: Path | None = None  # default: <template dir>/.local
+    dynamodb_endpoint: str | None = None  # None: embedded moto
+    table_name: str | None = None
+    region: str = "us-east-1"
+    concurrency: int = 4
+    snapshot_interval_s: float = 2.0
+    ttl_sweep_interval_s: float = 60.0
+    stream_poll_interval_s: float = 0.25
+    log_level: str = "WARNING"  # handlers' Powertools log level; the request log is always on
+    persist: bool = True
+
+    @property
+    def resolved_data_dir(self) -> Path:
+        return (self.data_dir or self.template.resolve().parent / ".local").resolve()
+
+
+class RequestLog:
+    """One line per request: time, method, path, status, milliseconds (and the function that answered)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stdout
+        self._lock = threading.Lock()
+
+    def write(self, method: str, path: str, status: int, ms: float, detail: str = "") -> None:
+        stamp = datetime.now().strftime("%H:%M:%S")
+        line = f"{stamp} {method:<6} {path} {status} {ms:.0f} ms"
+        if detail:
+            line += f"  {detail}"
+        with self._lock:
+            print(line, file=self.stream, flush=True)
+
+
+class LocalApi:
+    """The local API: store, functions, routes, streams and snapshots. `start()`, `handle()`, `stop()`."""
+
+    def __init__(self, config: ServerConfig, *, request_log: RequestLog | None = None) -> None:
+        self.config = config
+        self.request_log = request_log or RequestLog()
+        self.template: Template | None = None
+        self.router = Router([])
+        self.runtimes: dict[str, FunctionRuntime] = {}
+        self.import_errors: dict[str, str] = {}
+        self.embedded: EmbeddedDynamoDB | None = None
+        self.endpoint = ""
+        self.table_name = ""
+        self.restored = 0
+        self.created_table = False
+        self.snapshotter: Snapshotter | None = None
+        self.sweeper: TtlSweeper | None = None
+        self.pollers: list[StreamPoller] = []
+        self.warnings: list[str] = []
+        self._openapi: dict[str, Any] | None = None
+        self._docs: bytes | None = None
+        self._docs_lock = threading.Lock()
+        self._writes_from_api = 0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> LocalApi:
+        cfg = self.config
+        user_env = dict(os.environ)
+        template = load_template(
+            cfg.template, region=cfg.region, table_name=cfg.table_name or os.environ.get("TABLE_NAME") or None
+        )
+        self.template = template
+        self.warnings.extend(template.warnings)
+        table = template.table_for_env()
+        if table is None:
+            raise TemplateError(f"{cfg.template} declares no AWS::DynamoDB::Table")
+        self.table_name = table.name
+
+        forced = {
+            "AWS_REGION": cfg.region,
+            "AWS_DEFAULT_REGION": cfg.region,
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            "TABLE_NAME": table.name,
+        }
+        if cfg.dynamodb_endpoint:
+            self.endpoint = cfg.dynamodb_endpoint.rstrip("/")
+        else:
+            self.embedded = EmbeddedDynamoDB(cfg.host).start()
+            self.endpoint = self.embedded.endpoint
+            # Every AWS SDK call of the handlers (SSM, Secrets Manager, ...) stays on this machine.
+            forced.update(
+                {
+                    "AWS_ACCESS_KEY_ID": "local",
+                    "AWS_SECRET_ACCESS_KEY": "local",
+                    "AWS_SESSION_TOKEN": "local",
+                    "AWS_ENDPOINT_URL": self.endpoint,
+                }
+            )
+        forced.update(
+            {
+                "DYNAMODB_ENDPOINT": self.endpoint,
+                "AWS_ENDPOINT_URL_DYNAMODB": self.endpoint,
+                "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": self.endpoint,
+            }
+        )
+        defaults = {
+            "POWERTOOLS_LOG_LEVEL": cfg.log_level,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+        }
+        self.warnings.extend(
+            apply_function_environment(template.functions, defaults=defaults, forced=forced, user=user_env)
+        )
+        # The template's empty parameter defaults must not override what the user exported.
+        for key in ("LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "LLM_API_KEY_PARAMETER"):
+            if user_env.get(key):
+                os.environ[key] = user_env[key]
+        self._reset_cached_settings()
+
+        client = dynamodb_client(self.endpoint, cfg.region)
+        status = ensure_table(client, table)
+        self.created_table = status.created
+        self.warnings.extend(status.warnings)
+        snapshot_path = cfg.resolved_data_dir / SNAPSHOT_FILE
+        if self.embedded is not None and cfg.persist:
+            items = read_snapshot(snapshot_path)
+            self.restored = restore_items(client, table.name, items)
+            self.snapshotter = Snapshotter(
+                client,
+                table.name,
+                snapshot_path,
+                change_counter=lambda: self.embedded.write_count if self.embedded else 0,
+                interval_s=cfg.snapshot_interval_s,
+            ).start()
+        if table.ttl_attribute and cfg.ttl_sweep_interval_s > 0 and is_loopback(self.endpoint):
+            self.sweeper = TtlSweeper(
+                client, table.name, table.ttl_attribute, interval_s=cfg.ttl_sweep_interval_s
+            )
+
+        for logical_id, spec in template.functions.items():
+            self.runtimes[logical_id] = FunctionRuntime(
+                spec, region=cfg.region, max_concurrency=cfg.concurrency
+            )
+        self.router = Router(template.routes)
+        for logical_id, runtime in self.runtimes.items():
+            try:
+                runtime.warm()
+            except HandlerUnavailable as exc:
+                self.import_errors[logical_id] = str(exc)
+
+        self._start_streams(status.stream_arn)
+        if self.sweeper is not None:
+            # First pass right away: items that expired while the server was down go now.
+            self.sweeper.sweep()
+            self.sweeper.start()
+        return self
+
+    @staticmethod
+    def _reset_cached_settings() -> None:
+        settings = sys.modules.get("chat_core.settings")
+        reset = getattr(settings, "reset_settings", None)
+        if callable(reset):
+            reset()
+
+    def _start_streams(self, stream_arn: str | None) -> None:
+        assert self.template is not None
+        subscriptions = [s for s in self.template.streams if s.enabled]
+        if not subscriptions:
+            return
+        if not stream_arn:
+            self.warnings.append("the table has no stream: stream-triggered functions will not run")
+            return
+        client = streams_client(self.endpoint, self.config.region)
+        registry = IteratorRegistry(
+            prune_moto=self.embedded is not None, account_id=LOCAL_ACCOUNT_ID, region=self.config.region
+        )
+        sweeper = self.sweeper
+        for sub in subscriptions:
+            poller = StreamPoller(
+                sub,
+                self.runtimes[sub.function.logical_id],
+                streams_client=client,
+                stream_arn=stream_arn,
+                region=self.config.region,
+                registry=registry,
+                was_ttl_removal=sweeper.was_swept if sweeper else (lambda _k: False),
+                on_invocation=self._log_stream_invocation,
+                poll_interval_s=self.config.stream_poll_interval_s,
+            )
+            self.pollers.append(poller.start())
+
+    def _log_stream_invocation(self, name: str, count: int, status: str, ms: float) -> None:
+        self.request_log.write("STREAM", name, 0, ms, f"{count} record(s) {status}")
+
+    def stop(self) -> None:
+        """Stop streams and timers, write the final snapshot, stop the embedded store. Idempotent."""
+        for poller in self.pollers:
+            poller.stop()
+        self.pollers = []
+        if self.sweeper is not None:
+            self.sweeper.stop()
+            self.sweeper = None
+        if self.snapshotter is not None:
+            self.snapshotter.stop()
+            self.snapshotter = None
+        if self.embedded is not None:
+            self.embedded.stop()
+            self.embedded = None
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def handle(self, request: HttpRequest) -> tuple[HttpResponse, str]:
+        """Answer one request; returns the response and what served it (for the request log)."""
+        path = request.raw_path
+        if request.method == "GET" and path in ("/openapi.json", "/docs", "/docs/", "/_local/health"):
+            return self._builtin(request), "local"
+        if request.method == "POST" and path.startswith(_INVOKE_PREFIX) and path.endswith("/invocations"):
+            return self._direct_invoke(request), "invoke"
+        match = self.router.match(request.method, path)
+        if isinstance(match, NoRoute):
+            if match.allowed:
+                return error_response(
+                    405,
+                    "method_not_allowed",
+                    f"{request.method} is not allowed on {path}; use {', '.join(match.allowed)}",
+                    [("Allow", ", ".join(match.allowed))],
+                ), "-"
+            return error_response(404, "route_not_found", f"no route for {request.method} {path}"), "-"
+        runtime = self.runtimes[match.route.function.logical_id]
+        event = build_event(request, match, region=self.config.region)
+        try:
+            invocation = runtime.invoke(event)
+        except HandlerUnavailable as exc:
+            log.error("%s", exc)
+            return error_response(502, "handler_unavailable", str(exc)), runtime.spec.logical_id
+        if invocation.timed_out:
+            log.warning(
+                "%s ran %.0f ms, over its Timeout of %d s: Lambda would have stopped it",
+                runtime.spec.logical_id,
+                invocation.duration_ms,
+                runtime.spec.timeout_s,
+            )
+        if invocation.error is not None:
+            print(
+                f"{runtime.spec.logical_id} raised an unhandled exception:\n"
+                + "".join(traceback.format_exception(invocation.error)),
+                file=sys.stderr,
+                flush=True,
+            )
+            return error_response(500, "internal_error", "Internal Server Error"), runtime.spec.logical_id
+        return proxy_response(invocation.result), runtime.spec.logical_id
+
+    def _builtin(self, request: HttpRequest) -> HttpResponse:
+        path = request.raw_path.rstrip("/") or "/"
+        if path == "/_local/health":
+            return json_response(200, self.health())
+        query = request.raw_query
+        if path == "/openapi.json" or "format=json" in query:
+            return json_response(200, self.openapi())
+        return HttpResponse(200, [("Content-Type", "text/html; charset=utf-8")], self.docs_page())
+
+    def openapi(self) -> dict[str, Any]:
+        with self._docs_lock:
+            if self._openapi is None:
+                modules: dict[str, ModuleType] = {}
+                for logical_id, runtime in self.runtimes.items():
+                    if logical_id in self.import_errors:
+                        continue
+                    try:
+                        modules[logical_id] = runtime.first_module()
+                    except HandlerUnavailable:
+                        continue
+                assert self.template is not None
+                self._openapi = build_openapi(self.template.routes, modules)
+            return self._openapi
+
+    def docs_page(self) -> bytes:
+        document = self.openapi()
+        with self._docs_lock:
+            if self._docs is None:
+                self._docs = swagger_page(document).encode("utf-8")
+            return self._docs
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "table": self.table_name,
+            "dynamodb_endpoint": self.endpoint,
+            "embedded": self.embedded is not None,
+            "routes": [r.route_key for r in self.router.routes],
+            "import_errors": self.import_errors,
+            "streams": [{"subscription": p.subscription.name, **p.stats.__dict__} for p in self.pollers],
+        }
+
+    def _direct_invoke(self, request: HttpRequest) -> HttpResponse:
+        """Lambda's Invoke API (`aws lambda invoke --endpoint-url ...`), for direct, non-HTTP payloads."""
+        name = request.raw_path[len(_INVOKE_PREFIX) : -len("/invocations")].rsplit(":", 1)[-1]
+        runtime = self.runtimes.get(unquote(name))
+        if runtime is None:
+            return json_response(
+                404,
+                {"Type": "User", "Message": f"Function not found: {name}"},
+                [("X-Amzn-ErrorType", "ResourceNotFoundException")],
+            )
+        try:
+            payload = json.loads(request.body or b"{}")
+        except ValueError:
+            return json_response(
+                400,
+                {"Type": "User", "Message": "Could not parse request body into json"},
+                [("X-Amzn-ErrorType", "InvalidRequestContentException")],
+            )
+        try:
+            invocation = runtime.invoke(payload)
+        except HandlerUnavailable as exc:
+            return json_response(502, {"Type": "Service", "Message": str(exc)})
+        if invocation.error is not None:
+            return json_response(200, invocation.error_payload, [("X-Amz-Function-Error", "Unhandled")])
+        return json_response(200, invocation.result, [("X-Amz-Executed-Version", "$LATEST")])
+
+
+# ---------------------------------------------------------------------------------------------- HTTP
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _LocalHTTPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "chat-local"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the request log line is written by _serve
+
+    def _read_body(self) -> bytes | None:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            total = 0
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                total += size
+                if total > MAX_BODY_BYTES:
+                    return None
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        if length > MAX_BODY_BYTES:
+            return None
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        split = urlsplit(self.path)
+        body = self._read_body()
+        served_by = "-"
+        if body is None:
+            response = error_response(
+                413, "payload_too_large", f"request body over {MAX_BODY_BYTES} bytes (API Gateway's limit)"
+            )
+            self.close_connection = True
+        else:
+            request = HttpRequest(
+                method=self.command,
+                raw_path=split.path or "/",
+                raw_query=split.query,
+                headers=list(self.headers.items()),
+                body=body,
+                source_ip=self.client_address[0],
+                protocol=self.request_version,
+            )
+            try:
+                response, served_by = self.server.api.handle(request)
+            except Exception:  # the dev server itself must never die on one request
+                traceback.print_exc()
+                response = error_response(500, "internal_error", "Internal Server Error")
+        self._write(response)
+        ms = (time.perf_counter() - started) * 1000
+        self.server.api.request_log.write(self.command, self.path, response.status, ms, served_by)
+
+    def _write(self, response: HttpResponse) -> None:
+        try:
+            self.send_response(response.status)
+            for key, value in response.headers:
+                if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
+
+
+class _LocalHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], api: LocalApi) -> None:
+        super().__init__(address, _Handler)
+        self.api = api
+
+
+def serve(api: LocalApi, host: str, port: int) -> _LocalHTTPServer:
+    """Bind the HTTP server (port 0 picks a free one); call serve_forever() on it."""
+    return _LocalHTTPServer((host, port), api)
+
+
+# ---------------------------------------------------------------------------------------------- banner
+
+
+def banner(api: LocalApi, url: str) -> str:
+    cfg = api.config
+    assert api.template is not None
+    base = os.environ.get("LLM_BASE_URL", "").strip()
+    model = os.environ.get("LLM_MODEL", "").strip() or "gpt-4o-mini"
+    lines = [
+        "",
+        "Chat History Service — local API (dev mode)",
+        f"  API        {url}   ({len(api.router.routes)} routes from {cfg.template})",
+    ]
+    for route in sorted(api.router.routes, key=lambda r: (r.path, r.method)):
+        mark = "  (handler not loadable yet)" if route.function.logical_id in api.import_errors else ""
+        lines.append(f"               {route.method:<6} {route.path}  -> {route.function.logical_id}{mark}")
+    lines += [
+        f"  Docs       {url}/docs   (OpenAPI document: {url}/openapi.json)",
+        "  Identity   X-User-Id header = the caller (dev mode only; no header -> 401)",
+    ]
+    if api.embedded is not None:
+        store = f"embedded moto at {api.endpoint}, table {api.table_name}"
+        lines.append(f"  DynamoDB   {store}")
+        if cfg.persist:
+            lines.append(
+                f"  Data       {cfg.resolved_data_dir / SNAPSHOT_FILE} ({api.restored} items restored; "
+                f"saved every {cfg.snapshot_interval_s:g} s when changed and at exit)"
+            )
+        else:
+            lines.append("  Data       not persisted (--no-persist): everything is lost at exit")
+    else:
+        created = "created now" if api.created_table else "existing"
+        lines.append(f"  DynamoDB   external endpoint {api.endpoint}, table {api.table_name} ({created})")
+        lines.append("  Data       kept by that endpoint (no local snapshot)")
+    if base:
+        lines.append(f"  Model      {model} at {base}")
+    else:
+        lines += [
+            "  Model      !!! OFFLINE MODEL !!! LLM_BASE_URL is not set: replies come from the built-in",
+            "             offline model, not a real LLM. Set LLM_BASE_URL (and LLM_API_KEY, LLM_MODEL)",
+            "             to use a real OpenAI-compatible model.",
+        ]
+    for poller in api.pollers:
+        lines.append(f"  Stream     table stream -> {poller.subscription.name}")
+    for error in api.import_errors.values():
+        lines.append(f"  WARNING    {error}")
+    for warning in api.warnings:
+        lines.append(f"  note       {warning}")
+    lines += [
+        f'  Try        chat --api {url} "hello"     (in a second terminal)',
+        "  Stop       Ctrl-C",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> ServerConfig:
+    parser = argparse.ArgumentParser(
+        prog="chat-local-server",
+        description="Serve every HttpApi route of template.yaml on 127.0.0.1 with an embedded DynamoDB.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=int(os.environ.get("PORT") or 3000), help="0 = a free port"
+    )
+    parser.add_argument("--template", type=Path, default=_default_template())
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="where the table snapshot is kept (default <repo>/.local)"
+    )
+    parser.add_argument(
+        "--dynamodb-endpoint",
+        default=os.environ.get("DYNAMODB_ENDPOINT") or None,
+        help="use this DynamoDB (e.g. DynamoDB Local at http://localhost:8000) instead of the embedded one; "
+        "default $DYNAMODB_ENDPOINT",
+    )
+    parser.add_argument("--table-name", default=os.environ.get("TABLE_NAME") or None)
+    parser.add_argument("--region", default=os.environ.get("AWS_REGION") or "us-east-1")
+    parser.add_argument("--concurrency", type=int, default=4, help="warm containers per function (default 4)")
+    parser.add_argument("--snapshot-interval", type=float, default=2.0, help="seconds between snapshots")
+    parser.add_argument(
+        "--ttl-sweep-interval", type=float, default=60.0, help="seconds between TTL sweeps (0 = never)"
+    )
+    parser.add_argument(
+        "--no-persist", action="store_true", help="keep nothing on disk (embedded store only)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("POWERTOOLS_LOG_LEVEL") or "WARNING",
+        help="log level of the handlers' own logs (default WARNING; INFO shows every Powertools log line)",
+    )
+    args = parser.parse_args(argv)
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        template=args.template,
+        data_dir=args.data_dir,
+        dynamodb_endpoint=args.dynamodb_endpoint,
+        table_name=args.table_name,
+        region=args.region,
+        concurrency=args.concurrency,
+        snapshot_interval_s=args.snapshot_interval,
+        ttl_sweep_interval_s=args.ttl_sweep_interval,
+        log_level=args.log_level.upper(),
+        persist=not args.no_persist,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("botocore").setLevel(logging.WARNING)
+    config = parse_args(argv)
+    api = LocalApi(config)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        httpd = serve(api, config.host, config.port)
+    except OSError as exc:
+        print(
+            f"chat-local-server: cannot listen on {config.host}:{config.port}: {exc.strerror}. "
+            f"Is another server running? Try PORT={config.port + 1} make run",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        api.start()
+    except (TemplateError, SnapshotError) as exc:
+        print(f"chat-local-server: {exc}", file=sys.stderr)
+        httpd.server_close()
+        api.stop()
+        return 2
+    except Exception as exc:
+        print(f"chat-local-server: could not start: {exc}", file=sys.stderr)
+        httpd.server_close()
+        api.stop()
+        return 1
+    url = f"http://{config.host}:{httpd.server_port}"
+    print(banner(api, url), flush=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    stop.wait()
+    print("\nstopping: saving data ...", flush=True)
+    httpd.shutdown()
+    httpd.server_close()
+    snapshot = config.resolved_data_dir / SNAPSHOT_FILE
+    persisted = api.snapshotter is not None
+    api.stop()
+    if persisted and snapshot.exists():
+        print(f"data saved in {snapshot}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
