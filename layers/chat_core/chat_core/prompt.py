@@ -1,0 +1,504 @@
+"""Prompt factory (seed 004 PromptFactoryService): dialogue history -> OpenAI messages fitted to a budget.
+
+Layout of the payload, in send order:
+  1. system: the system prompt (always kept);
+  2. `[Background]`: the ancillary history (dialogues with the current participants *and* others) as ONE
+     message of readable, timestamped lines "speaker: text" (role `context_role`, default "system": it is
+     reference material, not something the player said; set "user" for chat templates that allow a single
+     leading system message only);
+  3. `[Context]`: scene and other data (role `context_role`);
+  4. the primary history as chat messages: the voiced NPC (`ai_participant`) is "assistant", everyone else
+     "user"; each content starts with the readable game time, each message has an OpenAI-valid `name`;
+  5. optionally the current line (`current`), always kept.
+
+Budget: one selection engine (`chat_core.window.select_window`), two passes. Pass 1 fits system, context
+(as a pinned message) and the primary history (newest contiguous run) into the budget. Pass 2 fits the
+background lines into what is left, newest first: the header costs a full message, each line only its
+own tokens (stored as the line's "tokens", which the engine reuses). So ancillary entries are dropped
+first, oldest first, and primary entries only when the primary history alone does not fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from chat_core.dialogue import HistoricalContext, get_historical_context, validate_limit
+from chat_core.errors import InvalidInput
+from chat_core.gametime import Calendar, QuadrumCalendar, check_tick, get_calendar
+from chat_core.store.dialogues import (
+    EntryRecord,
+    normalize_participants,
+    validate_participant_id,
+    validate_world_id,
+)
+from chat_core.window import WindowPolicy, WindowStats, count_window_tokens, select_window
+
+Method = Literal["estimate", "approx", "exact"]
+Language = Literal["en", "zh"]
+SpeakerLabels = Literal["auto", "always", "never"]
+
+_NAME_OK: Final = re.compile(r"[A-Za-z0-9_-]")
+MAX_SYSTEM_PROMPT_CHARS: Final = 20_000
+MAX_CONTEXT_CHARS: Final = 20_000
+
+_LABELS: Final[dict[str, dict[str, str]]] = {
+    "en": {
+        "background": "[Background]",
+        "background_intro": "Earlier conversations of {who} with others present, oldest first "
+        "(reference only, not part of this conversation):",
+        "context": "[Context]",
+        "scene": "Scene:",
+        "other": "Other data:",
+        "joiner": ", ",
+        "last_joiner": " and ",
+    },
+    "zh": {
+        "background": "[背景参考资料]",
+        "background_intro": "{who}与其他人在场时的早前对话，按时间先后排列（仅供参考，不属于当前对话）：",
+        "context": "[场景与其他信息]",
+        "scene": "场景：",
+        "other": "其他信息：",
+        "joiner": "、",
+        "last_joiner": "和",
+    },
+}
+
+
+def openai_name(display: str, fallback: str = "") -> str:
+    """A valid OpenAI message `name` (^[a-zA-Z0-9_-]{1,64}$) for a speaker.
+
+    Other characters become '_' (runs collapsed). If nothing readable is left (e.g. a Chinese name), the
+    fallback (the participant id) is tried the same way, then `speaker_<hash>` so distinct speakers keep
+    distinct names.
+    """
+    for candidate in (display, fallback):
+        cleaned = re.sub(r"_+", "_", "".join(c if _NAME_OK.fullmatch(c) else "_" for c in candidate))
+        cleaned = cleaned.strip("_")[:64]
+        if cleaned and re.search(r"[A-Za-z0-9]", cleaned):
+            return cleaned
+    digest = hashlib.sha256((fallback or display).encode("utf-8")).hexdigest()[:10]
+    return f"speaker_{digest}"
+
+
+def _text_block(value: Mapping[str, Any] | str | None, field_name: str) -> str | None:
+    """Scene / other data as text: free text as is, a flat mapping as "- key: value" lines."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"{field_name} must be text or an object of text values", field=field_name)
+    lines = []
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInput(f"{field_name} keys must be non-empty strings", field=field_name)
+        if isinstance(item, int | float) and not isinstance(item, bool):
+            item = str(item)
+        if not isinstance(item, str):
+            raise InvalidInput(
+                f"{field_name}.{key} must be text (or a number); nested values are not supported",
+                field=field_name,
+            )
+        lines.append(f"- {key.strip()}: {item.strip()}")
+    return "\n".join(lines) or None
+
+
+@dataclass(frozen=True)
+class CurrentLine:
+    """The line being answered, not yet stored: always the last message of the prompt."""
+
+    participant_id: str
+    content: str
+    game_tick: int | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptBuildConfig:
+    """Seed 004 PromptBuildConfig plus the knobs a game needs. See `from_mapping` for the JSON form."""
+
+    world_id: str
+    participants: tuple[str, ...]
+    system_prompt: str
+    ai_participant: str | None = None
+    scene: Mapping[str, str] | str | None = None
+    other_data: Mapping[str, str] | str | None = None
+    history_limit: int = 10
+    max_prompt_tokens: int | None = None
+    model: str | None = None
+    token_method: Method = "exact"  # noqa: S105 - a counting method, not a secret
+    calendar: str = "rimworld"
+    language: Language | None = None
+    names: Mapping[str, str] = field(default_factory=dict)
+    context_role: Literal["system", "user"] = "system"
+    speaker_labels: SpeakerLabels = "auto"
+    current: CurrentLine | None = None
+
+    def __post_init__(self) -> None:
+        validate_world_id(self.world_id)
+        object.__setattr__(self, "participants", normalize_participants(self.participants))
+        if not isinstance(self.system_prompt, str):
+            raise InvalidInput("system_prompt must be a string", field="system_prompt")
+        if len(self.system_prompt) > MAX_SYSTEM_PROMPT_CHARS:
+            raise InvalidInput(
+                f"system_prompt has {len(self.system_prompt)} characters; "
+                f"the limit is {MAX_SYSTEM_PROMPT_CHARS}",
+                field="system_prompt",
+            )
+        if self.ai_participant is not None:
+            validate_participant_id(self.ai_participant, field="ai_participant")
+            if self.ai_participant not in self.participants:
+                raise InvalidInput(
+                    f"ai_participant {self.ai_participant!r} is not one of the participants",
+                    field="ai_participant",
+                )
+        validate_limit(self.history_limit, field="history_limit")
+        if self.max_prompt_tokens is not None and (
+            isinstance(self.max_prompt_tokens, bool)
+            or not isinstance(self.max_prompt_tokens, int)
+            or self.max_prompt_tokens <= 0
+        ):
+            raise InvalidInput("max_prompt_tokens must be a positive integer", field="max_prompt_tokens")
+        if self.token_method not in ("estimate", "approx", "exact"):
+            raise InvalidInput("token_method must be 'estimate', 'approx' or 'exact'", field="token_method")
+        if not isinstance(self.calendar, str):
+            raise InvalidInput("calendar must be a calendar name", field="calendar")
+        get_calendar(self.calendar)
+        if self.model is not None and (not isinstance(self.model, str) or not 0 < len(self.model) <= 200):
+            raise InvalidInput("model must be a model name", field="model")
+        if self.language not in (None, "en", "zh"):
+            raise InvalidInput("language must be 'en' or 'zh'", field="language")
+        if self.context_role not in ("system", "user"):
+            raise InvalidInput("context_role must be 'system' or 'user'", field="context_role")
+        if self.speaker_labels not in ("auto", "always", "never"):
+            raise InvalidInput("speaker_labels must be 'auto', 'always' or 'never'", field="speaker_labels")
+        if not isinstance(self.names, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in self.names.items()
+        ):
+            raise InvalidInput("names must map participant ids to non-empty display names", field="names")
+        scene = _text_block(self.scene, "scene") or ""
+        other = _text_block(self.other_data, "other_data") or ""
+        if len(scene) + len(other) > MAX_CONTEXT_CHARS:
+            raise InvalidInput(f"scene and other_data exceed {MAX_CONTEXT_CHARS} characters", field="scene")
+        if self.current is not None:
+            validate_participant_id(self.current.participant_id, field="current.participant_id")
+            if self.current.participant_id not in self.participants:
+                raise InvalidInput(
+                    f"current.participant_id {self.current.participant_id!r} is not one of the participants",
+                    field="current.participant_id",
+                )
+            if self.current.name is not None and (
+                not isinstance(self.current.name, str) or not self.current.name
+            ):
+                raise InvalidInput("current.name must be a non-empty string", field="current.name")
+            if not isinstance(self.current.content, str) or not self.current.content.strip():
+                raise InvalidInput("current.content must be a non-empty string", field="current.content")
+            if self.current.game_tick is not None:
+                check_tick(self.current.game_tick)
+
+    @property
+    def resolved_language(self) -> Language:
+        """The explicit language, else Chinese when the calendar renders Chinese, else English."""
+        if self.language is not None:
+            return self.language
+        cal = get_calendar(self.calendar)
+        return "zh" if isinstance(cal, QuadrumCalendar) and cal.style == "zh" else "en"
+
+    @classmethod
+    def from_mapping(cls, world_id: str, data: Mapping[str, Any]) -> PromptBuildConfig:
+        """Build from a JSON object (HTTP body, queue or direct payload); unknown keys are an error."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput("the prompt request must be a JSON object", field="body")
+        allowed = {f for f in cls.__dataclass_fields__ if f != "world_id"}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise InvalidInput(
+                f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}", field="body"
+            )
+        for required in ("participants", "system_prompt"):
+            if required not in data:
+                raise InvalidInput(f"{required!r} is required", field=required)
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k != "current"}
+        current = data.get("current")
+        if current is not None:
+            if not isinstance(current, Mapping) or not {"participant_id", "content"} <= set(current):
+                raise InvalidInput(
+                    "current must be an object with participant_id and content (game_tick, name optional)",
+                    field="current",
+                )
+            extra = sorted(set(current) - {"participant_id", "content", "game_tick", "name"})
+            if extra:
+                raise InvalidInput(f"unknown field(s) in current: {', '.join(extra)}", field="current")
+            kwargs["current"] = CurrentLine(
+                participant_id=current["participant_id"],
+                content=current["content"],
+                game_tick=current.get("game_tick"),
+                name=current.get("name"),
+            )
+        if "names" in kwargs and kwargs["names"] is None:
+            kwargs["names"] = {}
+        return cls(world_id=world_id, **kwargs)
+
+
+@dataclass(frozen=True)
+class PromptStats:
+    """What the payload holds and what the budget left out."""
+
+    token_method: str
+    token_budget: int | None
+    tokens_used: int
+    over_budget: bool
+    primary_available: int
+    primary_kept: int
+    ancillary_available: int
+    ancillary_kept: int
+    context_kept: bool
+    ancillary_dialogues: list[str]
+    passes: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "token_method": self.token_method,
+            "token_budget": self.token_budget,
+            "tokens_used": self.tokens_used,
+            "tokens_remaining": None
+            if self.token_budget is None
+            else max(0, self.token_budget - self.tokens_used),
+            "over_budget": self.over_budget,
+            "primary": {
+                "available": self.primary_available,
+                "kept": self.primary_kept,
+                "dropped": self.primary_available - self.primary_kept,
+            },
+            "ancillary": {
+                "available": self.ancillary_available,
+                "kept": self.ancillary_kept,
+                "dropped": self.ancillary_available - self.ancillary_kept,
+                "dialogues": list(self.ancillary_dialogues),
+            },
+            "context_kept": self.context_kept,
+            "passes": self.passes,
+        }
+
+
+@dataclass(frozen=True)
+class PromptPayload:
+    """Seed 004 PromptPayload: OpenAI chat messages in send order, plus stats."""
+
+    messages: list[dict[str, Any]]
+    stats: PromptStats
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready `{messages, stats}`."""
+        return {"messages": self.messages, "stats": self.stats.to_dict()}
+
+
+class _Speakers:
+    """Display names and OpenAI names of speakers, decided once per prompt."""
+
+    def __init__(self, config: PromptBuildConfig) -> None:
+        self._names = dict(config.names)
+
+    def display(self, participant_id: str, said_as: str | None = None) -> str:
+        return said_as or self._names.get(participant_id) or participant_id
+
+    def name(self, participant_id: str, said_as: str | None = None) -> str:
+        return openai_name(self.display(participant_id, said_as), participant_id)
+
+
+def _policy(config: PromptBuildConfig) -> WindowPolicy:
+    if config.model is not None:
+        policy = WindowPolicy.for_model(config.model, method=config.token_method, name="prompt")
+        if config.max_prompt_tokens is not None:
+            policy = policy.with_changes(max_tokens=config.max_prompt_tokens)
+        return policy
+    return WindowPolicy(
+        name="prompt",
+        max_tokens=config.max_prompt_tokens,
+        method=config.token_method,
+        honor_pinned=False,
+        keep_tool_groups=False,
+    )
+
+
+def build_structured_prompt(
+    config: PromptBuildConfig, *, history: HistoricalContext | None = None, owner: str | None = None
+) -> PromptPayload:
+    """Seed 004 BuildStructuredPromptAsync: fetch the history (or take `history`), assemble, fit the budget.
+
+    Without `history`, reads `get_historical_context(owner, config.world_id, config.participants,
+    config.history_limit)`. The token budget is `max_prompt_tokens`, and/or the model's context length
+    minus its output reserve when `model` is given; neither means no budget.
+    """
+    if history is None:
+        if owner is None:
+            raise ValueError("build_structured_prompt needs the history or the owner to read it for")
+        history = get_historical_context(owner, config.world_id, config.participants, config.history_limit)
+    calendar = get_calendar(config.calendar)
+    labels = _LABELS[config.resolved_language]
+    speakers = _Speakers(config)
+    policy = _policy(config)
+
+    system_msg = {"role": "system", "content": config.system_prompt}
+    context_msg = _context_message(config, labels)
+    primary_msgs = [_primary_message(e, config, calendar, speakers) for e in history.primary]
+    current_msg = _current_message(config, calendar, speakers)
+
+    # Pass 1: system + context (pinned, so it outranks history) + primary, newest contiguous run.
+    first = select_window(
+        history=primary_msgs,
+        policy=policy,
+        system=system_msg,
+        current=current_msg,
+        pinned=[context_msg] if context_msg is not None else (),
+    )
+    context_kept = context_msg is not None and not any(d.ref == "pinned:0" for d in first.stats.dropped)
+
+    # Pass 2: background lines into what pass 1 left, newest first; the header is the fixed part.
+    background, second = _fit_background(history, config, policy, first.stats, calendar, speakers, labels)
+
+    messages = list(first.messages)
+    if background is not None:
+        messages.insert(1, background)
+    tokens_used = count_window_tokens(messages, policy)
+    budget = policy.token_budget
+    stats = PromptStats(
+        token_method=policy.method,
+        token_budget=budget,
+        tokens_used=tokens_used,
+        over_budget=budget is not None and tokens_used > budget,
+        primary_available=len(primary_msgs),
+        primary_kept=first.stats.kept_history,
+        ancillary_available=len(history.ancillary),
+        ancillary_kept=0 if background is None or second is None else second.kept_history,
+        context_kept=context_kept,
+        ancillary_dialogues=list(history.ancillary_dialogues),
+        passes=[first.stats.to_dict()] + ([second.to_dict()] if second is not None else []),
+    )
+    return PromptPayload(messages, stats)
+
+
+def _context_message(config: PromptBuildConfig, labels: Mapping[str, str]) -> dict[str, Any] | None:
+    scene = _text_block(config.scene, "scene")
+    other = _text_block(config.other_data, "other_data")
+    if scene is None and other is None:
+        return None
+    parts = [labels["context"]]
+    if scene is not None:
+        parts += [labels["scene"], scene]
+    if other is not None:
+        parts += [labels["other"], other]
+    return {"role": config.context_role, "content": "\n".join(parts)}
+
+
+def _label_needed(
+    config: PromptBuildConfig, speakers: _Speakers, participant_id: str, said_as: str | None
+) -> bool:
+    if config.speaker_labels != "auto":
+        return config.speaker_labels == "always"
+    # Many OpenAI-compatible servers drop `name`; with several humans, or a name `name` can't carry
+    # (e.g. Chinese), the speaker must be in the text for the model to know who spoke.
+    display = speakers.display(participant_id, said_as)
+    return len(config.participants) > 2 or speakers.name(participant_id, said_as) != display
+
+
+def _primary_message(
+    entry: EntryRecord, config: PromptBuildConfig, calendar: Calendar, speakers: _Speakers
+) -> dict[str, Any]:
+    is_ai = (
+        entry.participant_id == config.ai_participant
+        if config.ai_participant is not None
+        else entry.role == "assistant"
+    )
+    text = entry.content
+    if not is_ai and _label_needed(config, speakers, entry.participant_id, entry.name):
+        text = f"{speakers.display(entry.participant_id, entry.name)}: {text}"
+    return {
+        "role": "assistant" if is_ai else "user",
+        "content": f"{calendar.format(entry.game_tick)} {text}",
+        "name": speakers.name(entry.participant_id, entry.name),
+        "message_id": f"{entry.dialogue_id}:{entry.seq}",
+    }
+
+
+def _current_message(
+    config: PromptBuildConfig, calendar: Calendar, speakers: _Speakers
+) -> dict[str, Any] | None:
+    line = config.current
+    if line is None:
+        return None
+    text = line.content
+    if _label_needed(config, speakers, line.participant_id, line.name):
+        text = f"{speakers.display(line.participant_id, line.name)}: {text}"
+    if line.game_tick is not None:
+        text = f"{calendar.format(line.game_tick)} {text}"
+    return {
+        "role": "assistant" if line.participant_id == config.ai_participant else "user",
+        "content": text,
+        "name": speakers.name(line.participant_id, line.name),
+    }
+
+
+def _fit_background(
+    history: HistoricalContext,
+    config: PromptBuildConfig,
+    policy: WindowPolicy,
+    first: WindowStats,
+    calendar: Calendar,
+    speakers: _Speakers,
+    labels: Mapping[str, str],
+) -> tuple[dict[str, Any] | None, WindowStats | None]:
+    if not history.ancillary:
+        return None, None
+    names = [speakers.display(p) for p in config.participants]
+    who = (
+        names[0] if len(names) == 1 else labels["joiner"].join(names[:-1]) + labels["last_joiner"] + names[-1]
+    )
+    header = f"{labels['background']}\n{labels['background_intro'].format(who=who)}"
+    several = len({e.dialogue_id for e in history.ancillary}) > 1
+    lines = []
+    for e in history.ancillary:
+        group = ""
+        if several:
+            members = e.dialogue_id.split("+") if not e.dialogue_id.startswith("~") else []
+            group = f"({labels['joiner'].join(speakers.display(p) for p in members)}) " if members else ""
+        lines.append(
+            f"{calendar.format(e.game_tick)} {group}{speakers.display(e.participant_id, e.name)}: {e.content}"
+        )
+
+    # Each line costs the tokens of "\n" + line inside the one message; the header costs a whole message.
+    content_count = policy.with_changes(
+        chat_format=False, reuse_stored_tokens=False, counter=None
+    ).token_counter()
+    header_tokens = policy.with_changes(reuse_stored_tokens=False).token_counter()(
+        {"role": config.context_role, "content": header}
+    )
+    line_msgs = [
+        {"role": config.context_role, "content": line, "tokens": content_count({"content": "\n" + line})}
+        for line in lines
+    ]
+    budget = policy.token_budget
+    remaining = None if budget is None else max(0, budget - first.tokens_used)
+    # Stored counts make the method irrelevant here; chat_format=False keeps reply priming out
+    # (pass 1 paid it).
+    fit = select_window(
+        history=line_msgs,
+        policy=WindowPolicy(
+            name="prompt:background",
+            max_tokens=remaining,
+            method="estimate",
+            chat_format=False,
+            honor_pinned=False,
+            keep_tool_groups=False,
+        ),
+        system={"role": config.context_role, "content": header, "tokens": header_tokens},
+    )
+    if fit.stats.kept_history == 0:
+        return None, fit.stats
+    kept = [m["content"] for m in fit.messages[1:]]
+    return {"role": config.context_role, "content": "\n".join([header, *kept])}, fit.stats
