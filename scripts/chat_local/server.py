@@ -466,6 +466,11 @@ class _LocalHTTPServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.api = api
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the client went away mid-request (a closed browser tab, curl | head)
+        super().handle_error(request, client_address)
+
 
 def serve(api: LocalApi, host: str, port: int) -> _LocalHTTPServer:
     """Bind the HTTP server (port 0 picks a free one); call serve_forever() on it."""
@@ -584,7 +589,8 @@ def parse_args(argv: list[str] | None) -> ServerConfig:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("botocore").setLevel(logging.WARNING)
+    for noisy in ("botocore", "pynamodb", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     config = parse_args(argv)
     api = LocalApi(config)
     stop = threading.Event()

@@ -1,0 +1,174 @@
+"""`make run`'s server over real HTTP, its model the stand-in OpenAI server (SPEC §8, API-1, API-2, TOK-6)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import ServerProcess
+from tests.support.openai_standin import OpenAIStandin
+
+pytestmark = pytest.mark.e2e
+
+
+def test_post_message_with_provider_usage_answers_201_with_the_reported_usage(
+    api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-1 / TOK-6: usage present is recorded as reported."""
+    # Given the stand-in model reports usage
+    model.set_mode("ok")
+    # When a first message is posted without a conversation id
+    response = api.post("/messages", json={"content": "hello from e2e"})
+    # Then the conversation is created and the model's reply and usage come back
+    assert response.status_code == 201, response.text
+    body = response.json()
+    reply = body["assistant_message"]
+    assert reply["status"] == "ok"
+    assert reply["content"].startswith('Stand-in reply: you said "hello from e2e"')
+    assert reply["usage"]["total_tokens"] > 0
+    assert (
+        reply["usage"]["total_tokens"]
+        == reply["usage"]["prompt_tokens"] + reply["usage"]["completion_tokens"]
+    )
+    assert body["user_message"]["content"] == "hello from e2e"
+    sent = model.completion_requests[-1].json
+    assert sent["messages"][-1] == {"role": "user", "content": "hello from e2e"}
+
+
+def test_post_message_without_provider_usage_records_zero_usage_and_the_local_count(
+    api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """TOK-6: no usage from the provider -> usage 0, the local count kept beside it."""
+    # Given the stand-in model sends no usage object
+    model.set_mode("no_usage")
+    # When a message is posted
+    response = api.post("/messages", json={"content": "count me locally"})
+    # Then usage is 0 and the conversation carries the local count
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["assistant_message"]["usage"] == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+    }
+    detail = api.get(f"/conversations/{body['conversation_id']}").json()
+    assert detail["usage"]["total_tokens"] == 0
+    assert detail["local_usage"]["prompt_tokens"] > 0
+    assert detail["local_usage"]["completion_tokens"] > 0
+
+
+@pytest.mark.parametrize("mode", ["error500", "malformed"])
+def test_provider_failure_answers_502_and_stores_both_messages(
+    api: httpx.Client, model: OpenAIStandin, mode: str
+) -> None:
+    """API-2: a provider 500 or a malformed body -> 502, user message and error reply both stored."""
+    # Given a conversation and a failing model
+    created = api.post("/conversations", json={"title": f"failing {mode}"}).json()
+    model.set_mode(mode)
+    # When a message is posted
+    response = api.post(
+        "/messages", json={"conversation_id": created["conversation_id"], "content": "are you there?"}
+    )
+    # Then the API answers 502 with the success shape, and both messages are in the history
+    assert response.status_code == 502, response.text
+    body = response.json()
+    assert body["assistant_message"]["status"] == "error"
+    assert body["assistant_message"]["error"]["message"]
+    assert body["assistant_message"]["usage"]["total_tokens"] == 0
+    detail = api.get(f"/conversations/{created['conversation_id']}").json()
+    assert [(m["role"], m["status"]) for m in detail["messages"]] == [("user", "ok"), ("assistant", "error")]
+    assert detail["messages"][0]["content"] == "are you there?"
+
+
+def test_no_identity_header_is_401(server: ServerProcess) -> None:
+    """SPEC §4: the local server takes identity from X-User-Id only; without it the handler answers 401."""
+    # Given a client that sends no X-User-Id
+    with server.client(user=None) as anonymous:
+        # When it lists conversations
+        response = anonymous.get("/conversations")
+    # Then it is refused with the JSON error shape
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_users_see_only_their_own_conversations(server: ServerProcess, api: httpx.Client) -> None:
+    """SPEC §4: another user's conversation is 404, and absent from their list."""
+    # Given a conversation of alice
+    mine = api.post("/conversations", json={"title": "alice only"}).json()["conversation_id"]
+    # When bob reads it and lists his own
+    with server.client(user="bob") as bob:
+        read = bob.get(f"/conversations/{mine}")
+        listed = bob.get("/conversations").json()["items"]
+    # Then bob gets 404 and does not see it
+    assert read.status_code == 404
+    assert mine not in [c["conversation_id"] for c in listed]
+
+
+def test_unknown_route_is_404_and_wrong_method_is_405(api: httpx.Client) -> None:
+    """Routes come from template.yaml: anything else is a JSON 404; a known path, other method, 405."""
+    # When an unknown path and a wrong method are requested
+    unknown = api.get("/no/such/route")
+    wrong = api.put("/messages", json={})
+    # Then both answer in the error shape, 405 with an Allow header
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "route_not_found"
+    assert wrong.status_code == 405
+    assert wrong.headers["allow"] == "POST"
+
+
+def test_window_route_builds_the_window_without_calling_the_model(
+    api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """SPEC §4 build window: what a post would send, no model call."""
+    # Given a conversation with one turn
+    first = api.post("/messages", json={"content": "remember the number 7"}).json()
+    calls = len(model.completion_requests)
+    # When the window for a next message is built
+    response = api.post(
+        f"/conversations/{first['conversation_id']}/window", json={"content": "which number?"}
+    )
+    # Then it holds the history and the new message, and the model was not called
+    assert response.status_code == 200, response.text
+    contents = [m["content"] for m in response.json()["messages"]]
+    assert contents[0] == "remember the number 7"
+    assert contents[-1] == "which number?"
+    assert len(model.completion_requests) == calls
+
+
+def test_every_request_gets_one_log_line_with_method_path_status_and_ms(
+    server: ServerProcess, api: httpx.Client
+) -> None:
+    """Issue 4: one log line per request (method, path, status, milliseconds)."""
+    # When a request is made
+    since = server.mark()
+    api.get("/conversations?limit=3")
+    # Then the server printed one line for it
+    line = server.wait_for(r"GET\s+/conversations\?limit=3 200 \d+ ms", since=since)
+    assert "ListConversationsFunction" in line.string
+
+
+def test_openapi_document_lists_every_template_route(api: httpx.Client) -> None:
+    """Issue 4: the OpenAPI document is served, merged from the handlers' resolvers."""
+    # When the document is fetched
+    document = api.get("/openapi.json").json()
+    # Then every route of template.yaml is in it, with request schemas from the handlers
+    paths = document["paths"]
+    assert set(paths["/conversations"]) == {"get", "post"}
+    assert set(paths["/conversations/{conversation_id}"]) == {"get", "delete"}
+    assert "post" in paths["/messages"]
+    assert "post" in paths["/conversations/{conversation_id}/window"]
+    assert "requestBody" in paths["/messages"]["post"]
+    assert "LocalUser" in document["components"]["securitySchemes"]
+
+
+def test_swagger_ui_page_needs_no_internet(api: httpx.Client) -> None:
+    """Issue 4: the Swagger UI page is served with its assets inlined (no CDN at run time)."""
+    # When the docs page is fetched
+    page = api.get("/docs")
+    # Then it is HTML with Swagger UI inlined and no external script or stylesheet
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "SwaggerUIBundle" in page.text
+    assert not re.search(r"<(script|link)[^>]+(src|href)=['\"]https?://", page.text)
