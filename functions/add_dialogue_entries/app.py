@@ -1,0 +1,37 @@
+"""POST /worlds/{world_id}/dialogues/entries: append game-timed lines to a participant-set dialogue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core import dialogue
+from chat_core.api import build_app, caller, json_response
+from chat_core.dialogue_schemas import AddEntriesIn
+from chat_core.observability import logger, metrics, tracer
+
+app = build_app()
+
+
+@app.post("/worlds/<world_id>/dialogues/entries")
+def add_dialogue_entries(world_id: str, body: AddEntriesIn) -> Response[Any]:
+    added = dialogue.add_entries(caller(app), world_id, body.target(), body.entry_dicts())
+    created = sum(1 for a in added if a.created)
+    result = {
+        "world_id": world_id,
+        "dialogue_id": added[0].entry.dialogue_id,
+        "entries": [a.entry.to_dict() for a in added],
+        "created": created,
+        "duplicates": len(added) - created,
+    }
+    # A replay whose entry_ids were all stored before changes nothing: 200, like a read.
+    return json_response(201 if created else 200, result)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,36 @@
+"""GET /worlds/{world_id}/history?participants=a,b&limit=10: primary and ancillary history (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core import dialogue
+from chat_core.api import build_app, caller, json_response
+from chat_core.observability import logger, metrics, tracer
+
+app = build_app()
+
+
+@app.get("/worlds/<world_id>/history")
+def get_dialogue_history(
+    world_id: str,
+    participants: Annotated[
+        str, Query(min_length=1, max_length=2100, description="Comma-separated participant ids, e.g. a,b")
+    ],
+    limit: Annotated[int, Query(ge=0, le=dialogue.MAX_HISTORY_LIMIT)] = dialogue.DEFAULT_HISTORY_LIMIT,
+) -> Response[Any]:
+    owner = caller(app)
+    ids = [p.strip() for p in participants.split(",")]
+    context = dialogue.get_historical_context(owner, world_id, ids, limit)
+    return json_response(200, {"world_id": world_id, "limit": limit, **context.to_dict()})
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)
