@@ -1,0 +1,176 @@
+"""The local server's life: restarts keep data, the offline model, stream functions, the startup banner."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+
+from tests.e2e.conftest import FIXTURE_TEMPLATE, ServerProcess, child_env, console_script
+
+pytestmark = pytest.mark.e2e
+
+
+def _wait_for_file_containing(path: Path, text: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(encoding="utf-8"):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{path} never contained {text!r}")
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_data_survives_a_restart(tmp_path: Path, stop_signal: signal.Signals) -> None:
+    """SPEC §8 / issue 4: data survives a restart of `make run` (SIGTERM or Ctrl-C), kept in the data dir."""
+    # Given a server with a conversation of two turns (offline model)
+    first = ServerProcess(tmp_path).start()
+    with first.client("dora") as api:
+        posted = api.post("/messages", json={"content": "keep me"}).json()
+        conversation_id = posted["conversation_id"]
+        api.post("/messages", json={"conversation_id": conversation_id, "content": "and me"})
+    # When it is stopped and started again on the same data dir
+    assert first.stop(stop_signal) == 0
+    assert "data saved in" in first.output
+    second = ServerProcess(tmp_path).start()
+    try:
+        # Then the banner counts the restored items, and the conversation is there, in order
+        assert "items restored" in second.output
+        with second.client("dora") as api:
+            detail = api.get(f"/conversations/{conversation_id}").json()
+            listed = api.get("/conversations").json()["items"]
+            # and it can go on
+            more = api.post("/messages", json={"conversation_id": conversation_id, "content": "third"})
+    finally:
+        second.stop()
+    assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["keep me", "and me"]
+    assert [c["conversation_id"] for c in listed] == [conversation_id]
+    assert more.status_code == 201
+    assert (tmp_path / "dynamodb.json").exists()
+
+
+def test_snapshot_on_an_interval_survives_a_hard_kill(tmp_path: Path) -> None:
+    """Persistence: changes are snapshotted soon after they happen; SIGKILL loses at most that interval."""
+    # Given a server that stored a conversation and then snapshotted it
+    first = ServerProcess(tmp_path).start()
+    with first.client("erin") as api:
+        conversation_id = api.post("/conversations", json={"title": "survivor"}).json()["conversation_id"]
+    _wait_for_file_containing(tmp_path / "dynamodb.json", conversation_id)
+    # When the server is killed without a chance to save
+    first.stop(signal.SIGKILL)
+    second = ServerProcess(tmp_path).start()
+    try:
+        # Then the conversation is still there
+        with second.client("erin") as api:
+            detail = api.get(f"/conversations/{conversation_id}")
+    finally:
+        second.stop()
+    assert detail.status_code == 200
+    assert detail.json()["title"] == "survivor"
+
+
+def test_a_corrupt_snapshot_stops_the_start_instead_of_losing_it(tmp_path: Path) -> None:
+    """Nothing lost on failure: an unreadable snapshot is never overwritten by an empty table."""
+    # Given a corrupt snapshot file
+    snapshot = tmp_path / "dynamodb.json"
+    snapshot.write_text("{not json", encoding="utf-8")
+    # When the server starts
+    result = subprocess.run(
+        [console_script("chat-local-server"), "--port", "0", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        check=False,
+    )
+    # Then it refuses with a clear message and leaves the file alone
+    assert result.returncode == 2
+    assert "cannot read" in result.stderr
+    assert snapshot.read_text(encoding="utf-8") == "{not json"
+
+
+def test_offline_model_is_announced_in_the_banner_and_in_every_reply(tmp_path: Path) -> None:
+    """SPEC §8: without LLM_BASE_URL a built-in offline model answers, said so loudly."""
+    # Given a server started without LLM_BASE_URL
+    server = ServerProcess(tmp_path).start()
+    try:
+        # When a message is posted
+        with server.client("fay") as api:
+            reply = api.post("/messages", json={"content": "anyone there?"}).json()["assistant_message"]
+    finally:
+        server.stop()
+    # Then the banner and the reply both say it is the offline model
+    assert "OFFLINE MODEL" in server.output
+    assert "offline model" in reply["content"]
+
+
+def test_port_in_use_is_a_clear_message(tmp_path: Path) -> None:
+    """`make run` twice: the second one says the port is taken and how to choose another."""
+    # Given a port that is already taken
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        # When the server is started on it
+        result = subprocess.run(
+            [console_script("chat-local-server"), "--port", str(port), "--data-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=child_env(),
+            check=False,
+        )
+    # Then it exits 2 with a hint
+    assert result.returncode == 2
+    assert f"PORT={port + 1} make run" in result.stderr
+
+
+def test_stream_functions_receive_the_tables_stream_records(tmp_path: Path) -> None:
+    """Issue 4: stream-triggered functions of the template get the embedded table's records in-process,
+    filtered by the function's FilterCriteria, with partial batch failures retried."""
+    # Given the test-only template: a writer route and a stream-triggered audit function
+    server = ServerProcess(tmp_path, args=["--template", str(FIXTURE_TEMPLATE)]).start()
+    try:
+        with server.client(None) as api:
+            endpoint = api.get("/_local/health").json()["dynamodb_endpoint"]
+            # When two items are written through the API, one failing once in the stream function
+            assert api.post("/items", json={"pk": "ITEM#1", "sk": "A"}).status_code == 201
+            assert api.post("/items", json={"pk": "ITEM#2", "sk": "B", "fail_once": 1}).status_code == 201
+            # Then both are audited (the failed one after a retry), and the audit items themselves are not
+            dynamodb = boto3.client(
+                "dynamodb",
+                endpoint_url=endpoint,
+                region_name="us-east-1",
+                aws_access_key_id="local",
+                aws_secret_access_key="local",
+            )
+            deadline = time.monotonic() + 20
+            audited: list[str] = []
+            while time.monotonic() < deadline:
+                items = dynamodb.query(
+                    TableName="chat-history-local",
+                    KeyConditionExpression="pk = :p",
+                    ExpressionAttributeValues={":p": {"S": "AUDIT#INSERT"}},
+                )["Items"]
+                audited = sorted(i["sk"]["S"].split("#")[1] for i in items)
+                if len(audited) >= 2:
+                    break
+                time.sleep(0.2)
+            health = api.get("/_local/health").json()
+    finally:
+        server.stop()
+    assert audited == ["1|A", "2|B"]
+    stream = health["streams"][0]
+    assert stream["subscription"] == "AuditFunction.TableStream"
+    assert stream["failures"] == 1
+    assert stream["filtered_out"] >= 2  # the audit items' own INSERT records
+    assert "STREAM" in server.output
+    record = json.loads(items[0]["record"]["S"])
+    assert record["eventSource"] == "aws:dynamodb"
+    assert record["eventSourceARN"].startswith("arn:aws:dynamodb:us-east-1:")
