@@ -1,0 +1,68 @@
+"""API-4 / SPEC §9: a post is one Query and two TransactWrites, whatever the conversation's length."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.support import functions as api
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+
+def _conversation_with(messages: int) -> str:
+    conversation_id = api.post("turn 0").body["conversation_id"]
+    for turn in range(1, messages // 2):
+        assert api.post(f"turn {turn}", conversation_id).status == 201
+    assert len(api.detail(conversation_id).body["messages"]) == messages
+    return str(conversation_id)
+
+
+def test_post_does_the_same_dynamodb_work_at_6_and_60_messages(
+    chat_service: None, dynamo_calls: Counter[str]
+) -> None:
+    """API-4: DynamoDB calls of a post do not grow with history (1 Query + 2 TransactWriteItems)."""
+    # Given a short and a long conversation
+    short = _conversation_with(6)
+    long = _conversation_with(60)
+    # When one message is posted to each, counting DynamoDB calls
+    dynamo_calls.clear()
+    assert api.post("next", short).status == 201
+    at_short = Counter(dynamo_calls)
+    dynamo_calls.clear()
+    assert api.post("next", long).status == 201
+    at_long = Counter(dynamo_calls)
+    # Then both posts made exactly the same calls: one Query, two TransactWriteItems
+    assert at_short == at_long == Counter({"Query": 1, "TransactWriteItems": 2})
+
+
+def test_first_message_needs_no_read(chat_service: None, dynamo_calls: Counter[str]) -> None:
+    """API-1 + SPEC §9: creating on the first message is two TransactWrites and no read."""
+    # Given nothing
+    # When a first message is posted
+    assert api.post("hello").status == 201
+    # Then the conversation and both messages took two TransactWriteItems and nothing else
+    assert dynamo_calls == Counter({"TransactWriteItems": 2})
+
+
+def test_window_route_reads_once_and_writes_nothing(chat_service: None, dynamo_calls: Counter[str]) -> None:
+    """API-4 for POST /window: one Query, no write, at any length."""
+    # Given a conversation of 20 messages
+    conversation_id = _conversation_with(20)
+    dynamo_calls.clear()
+    # When a window is built
+    assert api.window(conversation_id, "what if").status == 200
+    # Then one Query was made and nothing written
+    assert dynamo_calls == Counter({"Query": 1})
+
+
+def test_idempotent_post_adds_only_its_record_calls(chat_service: None, dynamo_calls: Counter[str]) -> None:
+    """API-6: with an Idempotency-Key a post adds the record's put and update, still flat in history."""
+    # Given a conversation
+    conversation_id = _conversation_with(10)
+    dynamo_calls.clear()
+    # When a post carries an Idempotency-Key
+    assert api.post("keyed", conversation_id, idempotency_key="flat-1").status == 201
+    # Then the turn's calls are unchanged plus the idempotency record's PutItem and UpdateItem
+    assert dynamo_calls == Counter({"Query": 1, "TransactWriteItems": 2, "PutItem": 1, "UpdateItem": 1})
