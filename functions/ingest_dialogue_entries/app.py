@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -58,7 +57,8 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
         raise
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.SQS)
+# A batch has no single correlation id; each rejected record is logged with its message id.
+@logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
