@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,6 +17,7 @@ from chat_core.window import (
     Method,
     WindowPolicy,
     WindowResult,
+    message_kind,
     select_window,
     to_openai,
     trim_oldest,
@@ -24,10 +27,75 @@ Strategy = Literal["fifo", "sliding_window"]
 STRATEGIES: tuple[str, ...] = ("fifo", "sliding_window")
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
-# Keys kept on the stored copy of a message: the chat keys plus what the window engine reads.
-_STORED_KEYS = frozenset((*OPENAI_KEYS, "pinned", "message_id", "seq"))
+# Keys kept beside role/content/tokens on a held message: chat keys plus what the window engine reads.
+_EXTRA_KEYS = frozenset((*OPENAI_KEYS, "pinned", "message_id", "seq")) - {"role", "content"}
 # Past this many forgotten slots a FIFO manager compacts its list (amortised O(1) per message).
 _COMPACT_AFTER = 1024
+
+
+class _Held(Mapping[str, Any]):
+    """A message as the manager holds it: compact (seed 001 memory <= 2x the raw size), read as a mapping.
+
+    Non-ASCII text is kept as UTF-8 bytes when that is smaller than Python's str (one emoji makes a str
+    4 bytes per character); the rarer keys (tool calls, name, seq, pinned) live in a side dict.
+    """
+
+    __slots__ = ("_content", "_extra", "message_id", "role", "tokens")
+
+    def __init__(self, role: str, content: Any, tokens: int, extra: dict[str, Any] | None) -> None:
+        self.role = role
+        if isinstance(content, str) and not content.isascii():
+            encoded = content.encode("utf-8")
+            if len(encoded) + 33 < sys.getsizeof(content):
+                content = encoded
+        self._content = content
+        self.tokens = tokens
+        self.message_id = extra.pop("message_id", None) if extra else None
+        self._extra = extra or None
+
+    @property
+    def content(self) -> Any:
+        content = self._content
+        return content.decode("utf-8") if type(content) is bytes else content
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self._extra is not None and self._extra.get("pinned"))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "role":
+            return self.role
+        if key == "content":
+            return self.content
+        if key == "tokens":
+            return self.tokens
+        if key == "message_id":
+            return default if self.message_id is None else self.message_id
+        if self._extra is not None:
+            return self._extra.get(key, default)
+        return default
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self:
+            return self.get(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        if key in ("role", "content", "tokens"):
+            return True
+        if key == "message_id":
+            return self.message_id is not None
+        return self._extra is not None and key in self._extra
+
+    def __iter__(self) -> Iterator[str]:
+        yield from ("role", "content", "tokens")
+        if self.message_id is not None:
+            yield "message_id"
+        if self._extra is not None:
+            yield from self._extra
+
+    def __len__(self) -> int:
+        return 3 + (self.message_id is not None) + (len(self._extra) if self._extra is not None else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +130,60 @@ class ContextState:
         }
 
 
+class Trimmed(Sequence[DroppedMessage]):
+    """What a trim dropped, oldest first, with why. Built on first read, so trimming stays O(dropped)
+    in C-speed slices; `ref` is the message_id, else the message's position among all messages added."""
+
+    __slots__ = ("_groups", "_len", "_refs")
+
+    def __init__(self, groups: list[tuple[list[_Held], int, str]] | None = None) -> None:
+        self._groups = groups or []
+        self._len = sum(len(messages) for messages, _, _ in self._groups)
+        self._refs: list[DroppedMessage] | None = None
+
+    def _materialise(self) -> list[DroppedMessage]:
+        if self._refs is None:
+            refs = []
+            for messages, first, why in self._groups:
+                for offset, message in enumerate(messages):
+                    message_id = message.message_id
+                    ref = message_id if isinstance(message_id, str | int) else first + offset
+                    refs.append(DroppedMessage(ref, why))
+            self._refs = refs
+        return self._refs
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._materialise()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return self._materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Trimmed({self._materialise()!r})"
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The dropped messages themselves (chat keys), e.g. for a summary of what left the context."""
+        return [to_openai(message) for messages, _, _ in self._groups for message in messages]
+
+
 @dataclass(frozen=True, slots=True)
 class AddResult:
     """What `add` did: the new message's tokens, what was trimmed to make room, a near-limit warning."""
 
     tokens: int
-    dropped: list[DroppedMessage]
-    dropped_messages: list[dict[str, Any]]
+    dropped: Trimmed
     warning: str | None
+
+    @property
+    def dropped_messages(self) -> list[dict[str, Any]]:
+        return self.dropped.messages()
 
 
 class MessageContextManager:
@@ -141,9 +255,14 @@ class MessageContextManager:
             self.set_system_prompt(system_prompt)
 
     def _reset_history(self) -> None:
-        self._items: list[dict[str, Any]] = []
+        # Messages held, and beside them the columns the oldest-first trim reads (C arrays: compact, fast).
+        self._items: list[_Held] = []
+        self._tokens = array("q")
+        self._kinds = bytearray()
+        self._role_codes = bytearray()
+        self._offset = 0  # messages forgotten by compaction, so positions stay those of add order
         self._start = 0  # first message of the window in `_items`
-        self._pinned_before: list[dict[str, Any]] = []  # pinned messages older than the window
+        self._pinned_before: list[_Held] = []  # pinned messages older than the window
         self._run_tokens = 0  # non-pinned messages of the window
         self._run_count = 0
         self._pinned_tokens = 0  # every pinned message held
@@ -153,7 +272,6 @@ class MessageContextManager:
         self._open_pinned = False
         self._open_tokens = 0
         self._open_count = 0
-        self._last_trimmed: list[dict[str, Any]] = []
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -161,11 +279,11 @@ class MessageContextManager:
     def system_prompt(self) -> str | None:
         return None if self._system is None else self._system.get("content")
 
-    def set_system_prompt(self, text: str | None) -> list[DroppedMessage]:
+    def set_system_prompt(self, text: str | None) -> Trimmed:
         """Set (or remove, with None) the locked system prompt; trims history if it no longer fits."""
         if text is None:
             self._system, self._system_tokens = None, 0
-            return []
+            return Trimmed()
         if not isinstance(text, str):
             raise InvalidInput(f"system prompt must be a string, got {type(text).__name__}")
         message = {"role": "system", "content": text}
@@ -174,11 +292,11 @@ class MessageContextManager:
         self._system, self._system_tokens = message, tokens
         return self.trim()
 
-    def set_summary(self, text: str | None) -> list[DroppedMessage]:
+    def set_summary(self, text: str | None) -> Trimmed:
         """Set the summary of trimmed history (placed after the system prompt, counted); None removes it."""
         if text is None:
             self._summary, self._summary_tokens = None, 0
-            return []
+            return Trimmed()
         if not isinstance(text, str):
             raise InvalidInput(f"summary must be a string, got {type(text).__name__}")
         message = {"role": "system", "content": text}
@@ -201,7 +319,8 @@ class MessageContextManager:
 
     # -- adding and trimming -------------------------------------------------------------------
 
-    def _stored_copy(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def _validated_extra(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Check `message` (shape, tool-call order) and return the keys to keep beside role and content."""
         if not isinstance(message, Mapping):
             raise InvalidInput(f"a message must be a mapping, got {type(message).__name__}")
         role = message.get("role")
@@ -224,12 +343,17 @@ class MessageContextManager:
                 "results before the next message",
                 open_tool_calls=sorted(self._open_calls),
             )
-        copy = {key: value for key, value in message.items() if key in _STORED_KEYS}
-        if message.get("important"):
-            copy["pinned"] = True
-        if role == "system" or (role == "tool" and self._open_pinned):
-            copy["pinned"] = True  # system messages are locked; a pinned call pins its results
-        return copy
+        extra = {key: value for key, value in message.items() if key in _EXTRA_KEYS and value is not None}
+        extra.pop("pinned", None)
+        # System messages are locked, "important" is seed 001's word for pinned, a call pins its results.
+        if (
+            message.get("pinned")
+            or message.get("important")
+            or role == "system"
+            or (role == "tool" and self._open_pinned)
+        ):
+            extra["pinned"] = True
+        return extra or None
 
     def add(self, message: Mapping[str, Any]) -> AddResult:
         """Append a message (counting only it), then trim the oldest history if the limit is passed.
@@ -238,19 +362,19 @@ class MessageContextManager:
         `InvalidInput`, and nothing changes. The first system message, if no system prompt is set and
         nothing was added yet, becomes the locked system prompt.
         """
-        copy = self._stored_copy(message)
+        extra = self._validated_extra(message)
+        role: str = message["role"]
         tokens = self._count(message)
-        copy["tokens"] = tokens
-        if copy["role"] == "system" and self._system is None and not self._items:
+        if role == "system" and self._system is None and not self._items:
             self._check_fixed(tokens)
-            copy.pop("pinned", None)
-            self._system, self._system_tokens = copy, tokens
-            return AddResult(tokens, [], [], self._warning())
-        pinned = bool(copy.get("pinned"))
-        is_call = copy["role"] == "assistant" and bool(copy.get("tool_calls"))
+            self._system, self._system_tokens = {"role": "system", "content": message.get("content")}, tokens
+            return AddResult(tokens, Trimmed(), self._warning())
+        held = _Held(role, message.get("content"), tokens, extra)
+        pinned = held.pinned
+        is_call = role == "assistant" and bool(held.get("tool_calls"))
         # The message with the part of its tool group it cannot be separated from.
-        group_tokens = tokens + (self._open_tokens if copy["role"] == "tool" else 0)
-        group_count = 1 + (self._open_count if copy["role"] == "tool" else 0)
+        group_tokens = tokens + (self._open_tokens if role == "tool" else 0)
+        group_count = 1 + (self._open_count if role == "tool" else 0)
         # A pinned message joins the locked part; any other must fit beside it once older history is gone.
         locked_tokens = self._fixed_tokens() + self._pinned_tokens
         need = locked_tokens + (tokens if pinned else group_tokens)
@@ -267,8 +391,11 @@ class MessageContextManager:
                 f"message does not fit the {cap}-message window beside {self._pinned_count} pinned messages",
                 limit=cap,
             )
-        self._items.append(copy)
-        self._roles[copy["role"]] += 1
+        self._items.append(held)
+        self._tokens.append(tokens)
+        self._kinds.append(message_kind(held, self.policy))
+        self._role_codes.append(ROLES.index(role))
+        self._roles[role] += 1
         if pinned:
             self._pinned_tokens += tokens
             self._pinned_count += 1
@@ -277,54 +404,53 @@ class MessageContextManager:
             self._run_count += 1
         if is_call:
             self._open_calls = {
-                str(call.get("id")) for call in copy["tool_calls"] if isinstance(call, Mapping)
+                str(call.get("id")) for call in held.get("tool_calls") if isinstance(call, Mapping)
             }
             self._open_pinned, self._open_tokens, self._open_count = pinned, tokens, 1
-        elif copy["role"] == "tool":
-            self._open_calls.discard(copy["tool_call_id"])
+        elif role == "tool":
+            self._open_calls.discard(held.get("tool_call_id"))
             self._open_tokens += tokens
             self._open_count += 1
         else:
             self._open_pinned, self._open_tokens, self._open_count = False, 0, 0
-        dropped = self.trim()
-        # Handed back so a caller can summarise what left the context (seed 001 summary compression).
-        dropped_messages = [to_openai(m) for m in self._last_trimmed] if dropped else []
-        return AddResult(tokens, dropped, dropped_messages, self._warning())
+        # What was dropped is handed back so a caller can summarise it (seed 001 summary compression).
+        return AddResult(tokens, self.trim(), self._warning())
 
-    def trim(self) -> list[DroppedMessage]:
+    def trim(self) -> Trimmed:
         """Drop the oldest trimmable history until the context fits; O(messages dropped)."""
         room_tokens = self.limit - self._fixed_tokens() - self._pinned_tokens
         cap = self.policy.max_messages
         room_messages = None if cap is None else cap - self._pinned_count
-        self._last_trimmed = []
         if room_tokens >= self._run_tokens and (room_messages is None or room_messages >= self._run_count):
-            return []
+            return Trimmed()
         result = trim_oldest(
-            self._items,
+            tokens=self._tokens,
+            kinds=self._kinds,
             start=self._start,
-            policy=self.policy,
             room_tokens=room_tokens,
-            room_chars=None,
             room_messages=room_messages,
             run_tokens=self._run_tokens,
-            run_chars=0,
             run_messages=self._run_count,
         )
         items = self._items
-        for index in result.passed_pinned:
-            self._pinned_before.append(items[index])
-        trimmed = [items[index] for index in result.dropped_indices]
-        for message in trimmed:
-            self._roles[message["role"]] -= 1
-        self._last_trimmed = trimmed
+        for lo, hi in result.passed_pinned:
+            self._pinned_before.extend(items[lo:hi])
+        groups = []
+        for lo, hi, why in result.dropped:
+            codes = self._role_codes[lo:hi]
+            for code, role in enumerate(ROLES):
+                self._roles[role] -= codes.count(code)
+            groups.append((items[lo:hi], self._offset + lo, why))
         self._run_tokens, self._run_count = result.tokens, result.messages
         self._start = result.start
         if self._start >= len(items):
             self._open_calls, self._open_pinned, self._open_tokens, self._open_count = set(), False, 0, 0
         if self.strategy == "fifo" and self._start > _COMPACT_AFTER and self._start * 2 > len(items):
-            del items[: self._start]
+            cut = self._start
+            del items[:cut], self._tokens[:cut], self._kinds[:cut], self._role_codes[:cut]
+            self._offset += cut
             self._start = 0
-        return result.dropped
+        return Trimmed(groups)
 
     def clear(self, *, keep_system_prompt: bool = True) -> None:
         """Remove every message (and the summary) and reset the counts; the system prompt stays locked."""

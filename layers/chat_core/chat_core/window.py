@@ -524,68 +524,90 @@ def select_window(
     return WindowResult(out, stats)
 
 
+# What the oldest-first walk needs to know of a message besides its cost (bit flags, see message_kind).
+KIND_PINNED = 1
+KIND_TOOL_CALL = 2
+KIND_TOOL_RESULT = 4
+
+
+def message_kind(message: Mapping[str, Any], policy: WindowPolicy) -> int:
+    """The message's flags for `trim_oldest` under `policy`: pinned, tool call, tool result."""
+    kind = 0
+    role = message.get("role")
+    if policy.keep_tool_groups:
+        if role == "tool":
+            kind |= KIND_TOOL_RESULT
+        elif _is_tool_call(message):
+            kind |= KIND_TOOL_CALL
+    if policy.honor_pinned and message.get("pinned") and not kind & KIND_TOOL_RESULT:
+        kind |= KIND_PINNED
+    return kind
+
+
 class Trim(NamedTuple):
     """Result of trimming a run of history from its oldest end."""
 
     start: int  # index of the first message still in the run
-    dropped: list[DroppedMessage]
-    dropped_indices: list[int]
-    passed_pinned: list[int]  # pinned messages the trim walked past (they stay, outside the run)
-    tokens: int
+    dropped: list[tuple[int, int, str]]  # [lo, hi) index ranges dropped, with the reason
+    passed_pinned: list[tuple[int, int]]  # pinned units walked past: they stay, outside the run
+    tokens: int  # totals of the run left
     chars: int
     messages: int
 
 
 def trim_oldest(
-    history: Sequence[Mapping[str, Any]],
     *,
+    tokens: Sequence[int],
+    kinds: Sequence[int],
     start: int,
-    policy: WindowPolicy,
     room_tokens: int | None,
-    room_chars: int | None,
     room_messages: int | None,
     run_tokens: int,
-    run_chars: int,
     run_messages: int,
+    chars: Sequence[int] | None = None,
+    room_chars: int | None = None,
+    run_chars: int = 0,
 ) -> Trim:
     """The same selection as `select_window`, walked from the oldest end with running totals.
 
-    For a holder that knows the totals of the run `history[start:]` (its non-pinned messages), this
-    finds the newest contiguous run that fits the room in O(messages dropped) instead of O(kept): the
-    longest suffix that fits is the same whichever end it is searched from. Pinned messages (and the
-    results of a pinned call) are walked past, not dropped, and are not part of the run totals.
+    For a holder that keeps per-message columns (`tokens`, `kinds` from `message_kind`, optionally
+    `chars`) and the totals of its run `[start:]` (non-pinned messages only), this finds the newest
+    contiguous run that fits the room in O(messages dropped) instead of O(kept): the longest suffix
+    that fits is the same whichever end it is searched from, and the refusal rule is the same `_Room`.
+    A tool call and its results go together; pinned units are walked past, not dropped.
     """
-    count = policy.token_counter()
-    groups = policy.keep_tool_groups
     room = _Room(room_tokens, room_chars, room_messages)
-    track_chars = room_chars is not None
-    dropped: list[DroppedMessage] = []
-    dropped_indices: list[int] = []
-    passed: list[int] = []
-    index, end = start, len(history)
+    dropped: list[tuple[int, int, str]] = []
+    passed: list[tuple[int, int]] = []
+    index, end = start, len(tokens)
     reason = room.refusal(run_tokens, run_chars, run_messages)
     while reason is not None and index < end:
-        first = history[index]
-        unit = [index]
-        index += 1
-        if groups and _is_tool_call(first):
-            while index < end and history[index].get("role") == "tool":
-                unit.append(index)
-                index += 1
-        if policy.honor_pinned and first.get("pinned") and not (groups and first.get("role") == "tool"):
-            passed.extend(unit)
+        kind = kinds[index]
+        stop = index + 1
+        if kind & KIND_TOOL_CALL:
+            while stop < end and kinds[stop] & KIND_TOOL_RESULT:
+                stop += 1
+        if kind & KIND_PINNED:
+            passed.append((index, stop))
+            index = stop
             continue
-        why = ORPHAN_TOOL_RESULT if groups and first.get("role") == "tool" else reason
-        for i in unit:
-            message = history[i]
-            run_tokens -= count(message)
-            if track_chars:
-                run_chars -= len(message_text(message))
-            run_messages -= 1
-            dropped.append(DroppedMessage(_ref(message, i), why))
-            dropped_indices.append(i)
+        why = ORPHAN_TOOL_RESULT if kind & KIND_TOOL_RESULT else reason
+        if stop == index + 1:
+            run_tokens -= tokens[index]
+            if chars is not None:
+                run_chars -= chars[index]
+        else:
+            run_tokens -= sum(tokens[index:stop])
+            if chars is not None:
+                run_chars -= sum(chars[index:stop])
+        run_messages -= stop - index
+        if dropped and dropped[-1][1] == index and dropped[-1][2] == why:
+            dropped[-1] = (dropped[-1][0], stop, why)
+        else:
+            dropped.append((index, stop, why))
+        index = stop
         reason = room.refusal(run_tokens, run_chars, run_messages)
-    return Trim(index, dropped, dropped_indices, passed, run_tokens, run_chars, run_messages)
+    return Trim(index, dropped, passed, run_tokens, run_chars, run_messages)
 
 
 #: WIN-1 (seed 000): TOK-1 estimates of the content only, no caps, no pinned flags.
