@@ -1,0 +1,186 @@
+"""The `chat` REPL driven under a pseudo-terminal (pexpect), against the local server (seed 002)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.e2e.conftest import ServerProcess, child_env, console_script
+from tests.support.openai_standin import OpenAIStandin
+
+pytestmark = [
+    pytest.mark.e2e,
+    # pexpect forks a child that immediately execs `chat`; the stand-in's thread is never touched there.
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
+
+SESSION = re.compile(r"session (\w+)  \(")
+
+
+@pytest.fixture
+def spawn(server: ServerProcess, tmp_path: Path) -> Iterator[object]:
+    children: list[pexpect.spawn] = []
+
+    def start(*args: str) -> pexpect.spawn:
+        child = pexpect.spawn(
+            console_script("chat"),
+            ["--api", server.url, "--user", "gus", "--log-dir", str(tmp_path), *args],
+            env=child_env({"TERM": "dumb"}),
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(40, 200),
+        )
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        child.close(force=True)
+
+
+def _types(tmp_path: Path, session_id: str) -> list[str]:
+    lines = (tmp_path / f"{session_id}.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["type"] for line in lines]
+
+
+def test_repl_runs_turns_until_exit_and_logs_the_session(
+    spawn: object, model: OpenAIStandin, tmp_path: Path
+) -> None:
+    """Seed 002 interactive mode: session id printed, several turns, /help, /exit; JSONL per session."""
+    # Given the REPL
+    child = spawn()  # type: ignore[operator]
+    child.expect(SESSION)
+    session_id = child.match.group(1)
+    child.expect("you> ")
+    # When two questions are asked, then help, then exit
+    child.sendline("first question")
+    child.expect('Stand-in reply: you said "first question"')
+    child.expect(r"\[tokens: prompt \d+ · completion \d+ · total \d+ \(provider usage\)")
+    child.expect("you> ")
+    child.sendline("second question")
+    child.expect(r'you said "second question" \(3 messages received\)')
+    child.expect("you> ")
+    child.sendline("/help")
+    child.expect("/window")
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(f"session {session_id} ended")
+    child.expect(pexpect.EOF)
+    child.close()
+    # Then it exited cleanly and logged both turns in order
+    assert child.exitstatus == 0
+    assert _types(tmp_path, session_id) == [
+        "session_start",
+        *["turn_start", "assistant", "final", "turn_end"] * 2,
+        "session_end",
+    ]
+
+
+def test_repl_first_question_from_argv_then_ctrl_d(spawn: object, model: OpenAIStandin) -> None:
+    """Seed 002: the first question may come from argv; Ctrl-D ends the session."""
+    # Given the REPL started with a question
+    child = spawn("hello", "from", "argv")  # type: ignore[operator]
+    # When it starts
+    child.expect('you said "hello from argv"')
+    child.expect("you> ")
+    # Then Ctrl-D ends it cleanly
+    child.sendeof()
+    child.expect("ended")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_repl_window_list_and_new(spawn: object, model: OpenAIStandin, tmp_path: Path) -> None:
+    """Issue 4: /window shows what would be sent with token counts; /list lists; /new starts a new session."""
+    # Given a REPL with one turn
+    child = spawn()  # type: ignore[operator]
+    child.expect(SESSION)
+    first_id = child.match.group(1)
+    child.sendline("remember 42")
+    child.expect("Stand-in reply")
+    child.expect("you> ")
+    # When /window is asked for a next message
+    child.sendline("/window and then?")
+    # Then it lists the history and the new message with token counts
+    child.expect(r"window for a next message 'and then\?': 3 messages, (\d+) prompt tokens")
+    assert int(child.match.group(1)) > 0
+    child.expect(r"user\s+\d+\s+remember 42")
+    child.expect(r"assistant\s+\d+\s+Stand-in reply")
+    child.expect(r"user\s+\d+\s+and then\?")
+    child.expect("you> ")
+    # When /list is asked
+    child.sendline("/list")
+    child.expect(rf"\* {first_id} ")
+    child.expect("you> ")
+    # When /new starts another session
+    child.sendline("/new")
+    child.expect(f"session {first_id} ended")
+    child.expect(SESSION)
+    second_id = child.match.group(1)
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(f"session {second_id} ended \\(empty conversation discarded\\)")
+    child.expect(pexpect.EOF)
+    # Then the new session is another conversation; the empty one was discarded on exit
+    assert second_id != first_id
+    assert _types(tmp_path, first_id)[-1] == "session_end"
+    assert (tmp_path / f"{second_id}.jsonl").exists()
+
+
+def test_repl_refuses_an_oversized_prompt_and_keeps_going(spawn: object, model: OpenAIStandin) -> None:
+    """Seed 002 --max-prompt-tokens in the REPL: refused with a clear message, the session continues."""
+    # Given a REPL with a small prompt limit
+    child = spawn("--max-prompt-tokens", "12")  # type: ignore[operator]
+    child.expect("you> ")
+    calls = len(model.completion_requests)
+    # When a long question is asked, then a short one
+    child.sendline("this is a rather long question that will not fit into twelve tokens at all")
+    child.expect(r"refused: this turn's prompt would be \d+ tokens")
+    child.expect("you> ")
+    child.sendline("ok?")
+    child.expect('you said "ok\\?"')
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    # Then only the short one reached the model
+    assert len(model.completion_requests) == calls + 1
+
+
+def test_repl_shows_a_spinner_while_the_model_thinks(spawn: object, model: OpenAIStandin) -> None:
+    """Issue 4: a spinner while the model thinks, on a terminal."""
+    # Given a slow model
+    model.set_mode("slow", slow_seconds=1.0)
+    child = spawn()  # type: ignore[operator]
+    child.expect("you> ")
+    # When a question is asked
+    child.sendline("take your time")
+    # Then the spinner shows before the reply
+    child.expect("thinking…")
+    child.expect("Stand-in reply")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+
+
+def test_repl_model_error_is_shown_and_the_session_continues(spawn: object, model: OpenAIStandin) -> None:
+    """API-2 in the REPL: the 502 is shown plainly, no traceback, and the next turn works."""
+    # Given a failing model
+    model.set_mode("error500")
+    child = spawn()  # type: ignore[operator]
+    child.expect("you> ")
+    # When a question fails, and the model recovers
+    child.sendline("will this fail?")
+    index = child.expect([r"error 502 \(provider_failed\)", "Traceback"])
+    assert index == 0
+    child.expect("you> ")
+    model.set_mode("ok")
+    child.sendline("and now?")
+    # Then the next turn answers
+    child.expect('you said "and now\\?"')
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
