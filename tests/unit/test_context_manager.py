@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from chat_core.context import MessageContextManager
 from chat_core.errors import InvalidInput
+from chat_core.tokens import count_message_tokens
 from chat_core.window import TOKEN_BUDGET
 
 
@@ -384,3 +385,22 @@ def test_win5_bad_message_is_a_clear_error() -> None:
         ctx.add({"role": "robot", "content": "hi"})
     with pytest.raises(InvalidInput, match="content"):
         ctx.add({"role": "user", "content": 42})
+
+
+def test_seed001_tool_call_counting_counts_tool_name_and_arguments() -> None:
+    # Given the default manager (exact chat-format counts for the model)
+    ctx = MessageContextManager(model="gpt-4o")
+    bare = {"role": "assistant", "content": None}
+    with_call = call("a0", "c1", tokens=0)
+    with_call["content"] = None
+    with_call["tool_calls"][0]["function"] = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+
+    # When a tool call and its result are added
+    call_tokens = ctx.add(with_call).tokens
+    result_tokens = ctx.add(result("t0", "c1", tokens=5)).tokens
+
+    # Then the call costs more than a bare assistant turn (name + arguments) and both match TOK-4
+    assert call_tokens > count_message_tokens(bare, model="gpt-4o")
+    assert call_tokens == count_message_tokens(with_call, model="gpt-4o")
+    assert result_tokens == count_message_tokens(result("t0", "c1", tokens=5), model="gpt-4o")
+    assert ctx.state().tokens_used == ctx.window().stats.tokens_used

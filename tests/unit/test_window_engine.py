@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from chat_core.tokens import count_chat_tokens
 from chat_core.window import (
     INCOMPLETE_TOOL_CALL,
     MAX_MESSAGES,
@@ -263,3 +264,21 @@ def test_win3_over_budget_flag_when_system_and_current_alone_exceed() -> None:
 def test_win3_invalid_policy_is_a_clear_error(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field):
         WindowPolicy(**{field: value})
+
+
+def test_tok4_window_tokens_match_the_chat_format_count_of_what_is_sent() -> None:
+    # Given a model-derived policy counting exactly in chat format, and a history with a tool call
+    history = [
+        {"role": "user", "content": "What's the weather in Paris?"},
+        call("a1", "c1"),
+        result("t1", "c1"),
+        {"role": "assistant", "content": "It is sunny in Paris.", "name": "helper"},
+    ]
+    policy = WindowPolicy.for_model("gpt-4o", honor_pinned=False)
+
+    # When the window is built
+    out = select_window(history=history, policy=policy, system=SYSTEM, current=CURRENT)
+
+    # Then its token figure is exactly the chat-format count of the messages sent (reply priming included)
+    assert len(out.messages) == 6
+    assert out.stats.tokens_used == count_chat_tokens(out.messages, method="exact", model="gpt-4o")
