@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
@@ -10,27 +11,14 @@ from boto3.dynamodb.conditions import Key
 from chat_core import dialogue
 from chat_core.dialogue import add_entry, get_historical_context, start_or_get_conversation
 from chat_core.errors import DialogueNotFound, InvalidGameTick, InvalidInput, MessageTooLong
-from chat_core.settings import get_settings, reset_settings
-from chat_core.store import base
-from moto import mock_aws
+from chat_core.settings import get_settings
 
-from tests.support.table import create_table
-
-TABLE = "dialogue-history-test"
 W = "save1"
 
 
 @pytest.fixture
-def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A moto table built from template.yaml's Table resource, with chat_core bound to it."""
-    monkeypatch.setenv("TABLE_NAME", TABLE)
-    monkeypatch.delenv("DYNAMODB_ENDPOINT", raising=False)
-    reset_settings()
-    with mock_aws():
-        create_table(TABLE)
-        base.bind(get_settings())
-        yield TABLE
-    reset_settings()
+def table(chat_service: None) -> None:
+    """The template's table in moto (tests/integration/conftest.py); chat_core binds to it on first use."""
 
 
 def say(
@@ -44,7 +32,7 @@ def contents(entries: list[dialogue.EntryRecord]) -> list[str]:
     return [e.content for e in entries]
 
 
-def test_seed004_abc_primary_is_the_pair_and_ancillary_is_the_group(table: str) -> None:
+def test_seed004_abc_primary_is_the_pair_and_ancillary_is_the_group(table: None) -> None:
     """Seed 004 §2.4: history(A,B) -> primary = dialogue A_B, ancillary = dialogue A_B_C."""
     # Given A and B talk 1v1, and A, B and C talk as a group, and A and C talk 1v1
     say("alice", ["A", "B"], "A", "ab-1", 100)
@@ -62,7 +50,7 @@ def test_seed004_abc_primary_is_the_pair_and_ancillary_is_the_group(table: str) 
     assert {e.dialogue_id for e in ctx.ancillary} == {"A+B+C"}
 
 
-def test_seed004_group_history_has_no_ancillary_from_its_subsets(table: str) -> None:
+def test_seed004_group_history_has_no_ancillary_from_its_subsets(table: None) -> None:
     """1v1 vs group: history(A,B,C) is the group itself; the A_B 1v1 is neither primary nor ancillary."""
     say("alice", ["A", "B"], "A", "ab", 1)
     say("alice", ["A", "B", "C"], "B", "abc", 2)
@@ -72,7 +60,7 @@ def test_seed004_group_history_has_no_ancillary_from_its_subsets(table: str) -> 
     assert contents(ctx.ancillary) == ["abcd"]
 
 
-def test_seed004_player_and_zorg_end_to_end(table: str) -> None:
+def test_seed004_player_and_zorg_end_to_end(table: None) -> None:
     """Seed 004 §4: player and Zorg talk 1v1, with a group chat in the past; Zorg's reply is stored after."""
     # Given a past group conversation of player, Zorg and a trader, and a 1v1 line
     start_or_get_conversation("alice", W, ["player_id", "zorg_id", "trader_id"])
@@ -98,7 +86,7 @@ def test_seed004_player_and_zorg_end_to_end(table: str) -> None:
     assert contents(ctx.primary) == ["Hello Zorg.", "Hello, human."]
 
 
-def test_start_or_get_is_idempotent_and_order_insensitive(table: str) -> None:
+def test_start_or_get_is_idempotent_and_order_insensitive(table: None) -> None:
     """StartOrGetConversation: the same set in any order (duplicates collapse) gives the same id, once."""
     first = start_or_get_conversation("alice", W, ["b", "a", "c"])
     again = start_or_get_conversation("alice", W, ["c", "a", "b", "a"])
@@ -107,7 +95,7 @@ def test_start_or_get_is_idempotent_and_order_insensitive(table: str) -> None:
     assert counts == {"a": 1, "b": 1, "c": 1}
 
 
-def test_a_start_that_loses_the_race_returns_the_winners_dialogue(table: str) -> None:
+def test_a_start_that_loses_the_race_returns_the_winners_dialogue(table: None) -> None:
     """Concurrent StartOrGet: a creator that finds the dialogue already created (conditional write fails)
     reports it as existing, and the index counters are incremented exactly once."""
     # Given a start that has already committed
@@ -120,7 +108,7 @@ def test_a_start_that_loses_the_race_returns_the_winners_dialogue(table: str) ->
     assert dialogue.store.participant_dialogue_counts("alice", W, ["x", "y"]) == {"x": 1, "y": 1}
 
 
-def test_history_is_ordered_by_game_tick_not_by_arrival(table: str) -> None:
+def test_history_is_ordered_by_game_tick_not_by_arrival(table: None) -> None:
     """Entries sort by game tick; equal ticks keep insertion order (per-dialogue sequence)."""
     for text, tick in [("third", 300), ("first", 100), ("second-a", 200), ("second-b", 200), ("zero", 0)]:
         say("alice", ["A", "B"], "A", text, tick)
@@ -128,7 +116,7 @@ def test_history_is_ordered_by_game_tick_not_by_arrival(table: str) -> None:
     assert contents(ctx.primary) == ["zero", "first", "second-a", "second-b", "third"]
 
 
-def test_limit_returns_the_newest_entries_in_tick_order(table: str) -> None:
+def test_limit_returns_the_newest_entries_in_tick_order(table: None) -> None:
     """limit caps each list at the newest `limit` entries, returned oldest first; the default is 10."""
     for i in range(12):
         say("alice", ["A", "B"], "B", f"p{i}", 1000 + i)
@@ -142,7 +130,7 @@ def test_limit_returns_the_newest_entries_in_tick_order(table: str) -> None:
     assert [e.game_tick for e in default.ancillary] == sorted(e.game_tick for e in default.ancillary)
 
 
-def test_ancillary_merges_several_groups_by_tick(table: str) -> None:
+def test_ancillary_merges_several_groups_by_tick(table: None) -> None:
     """Ancillary entries of several superset dialogues interleave by game tick."""
     say("alice", ["A", "B", "C"], "C", "c-10", 10)
     say("alice", ["A", "B", "D"], "D", "d-5", 5)
@@ -153,7 +141,7 @@ def test_ancillary_merges_several_groups_by_tick(table: str) -> None:
     assert ctx.ancillary_dialogues == ["A+B+C", "A+B+C+D", "A+B+D"]
 
 
-def test_limit_zero_and_unknown_participants(table: str) -> None:
+def test_limit_zero_and_unknown_participants(table: None) -> None:
     """limit=0 returns nothing; participants never seen return empty history, not an error."""
     say("alice", ["A", "B"], "A", "x", 1)
     assert get_historical_context("alice", W, ["A", "B"], limit=0).primary == []
@@ -162,7 +150,7 @@ def test_limit_zero_and_unknown_participants(table: str) -> None:
     assert ctx.ancillary == []
 
 
-def test_worlds_are_isolated(table: str) -> None:
+def test_worlds_are_isolated(table: None) -> None:
     """Isolation between worlds (save slots): the same participants in another world see nothing."""
     say("alice", ["A", "B"], "A", "in save1", 1, world="save1")
     say("alice", ["A", "B", "C"], "A", "group in save1", 2, world="save1")
@@ -171,7 +159,7 @@ def test_worlds_are_isolated(table: str) -> None:
     assert ctx.ancillary == []
 
 
-def test_owners_are_isolated(table: str) -> None:
+def test_owners_are_isolated(table: None) -> None:
     """Isolation between owners: bob's world of the same name holds none of alice's dialogues."""
     say("alice", ["A", "B"], "A", "alice's line", 1)
     say("alice", ["A", "B", "C"], "A", "alice's group", 2)
@@ -181,7 +169,7 @@ def test_owners_are_isolated(table: str) -> None:
     assert bob.ancillary == []
 
 
-def test_owner_with_separator_characters_cannot_reach_another_owner(table: str) -> None:
+def test_owner_with_separator_characters_cannot_reach_another_owner(table: None) -> None:
     """Keys can't be forged: an owner named like another owner's key prefix gets its own keys."""
     say("alice", ["A", "B"], "A", "secret", 1)
     forged = get_historical_context("alice#WORLD#save1", W, ["A", "B"])
@@ -219,14 +207,14 @@ def test_bad_world_ids_are_clear_errors(table: str, world: str) -> None:
     assert err.value.details["field"] == "world_id"
 
 
-def test_unicode_participant_ids_work(table: str) -> None:
+def test_unicode_participant_ids_work(table: None) -> None:
     """Participant ids may be any script (e.g. Chinese names), as long as they hold no separators."""
     say("alice", ["佐格", "玩家"], "佐格", "你好", 5)
     ctx = get_historical_context("alice", W, ["玩家", "佐格"])
     assert contents(ctx.primary) == ["你好"]
 
 
-def test_large_groups_get_a_digest_id_and_still_work(table: str) -> None:
+def test_large_groups_get_a_digest_id_and_still_work(table: None) -> None:
     """A set whose joined ids make a long key is stored under a `~<sha256>` id; retrieval still works."""
     group = [f"colonist_{i:02d}_" + "x" * 40 for i in range(12)]
     say("alice", group, group[0], "party!", 7)
@@ -237,7 +225,7 @@ def test_large_groups_get_a_digest_id_and_still_work(table: str) -> None:
     assert contents(ctx.ancillary) == ["party!"]
 
 
-def test_entry_validation(table: str) -> None:
+def test_entry_validation(table: None) -> None:
     """Bad entries are refused before any write: speaker not in the dialogue, bad tick, long text."""
     with pytest.raises(InvalidInput, match="not a participant"):
         say("alice", ["A", "B"], "C", "hi", 1)
@@ -254,7 +242,7 @@ def test_entry_validation(table: str) -> None:
     assert get_historical_context("alice", W, ["A", "B"]).primary == []
 
 
-def test_add_entry_to_unknown_dialogue_id_is_not_found(table: str) -> None:
+def test_add_entry_to_unknown_dialogue_id_is_not_found(table: None) -> None:
     """AddEntry by dialogue id needs an existing dialogue; by participant list it creates one."""
     with pytest.raises(DialogueNotFound):
         add_entry("alice", W, "A+B", {"participant_id": "A", "role": "user", "content": "x", "game_tick": 1})
@@ -262,7 +250,7 @@ def test_add_entry_to_unknown_dialogue_id_is_not_found(table: str) -> None:
         add_entry("alice", W, "B+A", {"participant_id": "A", "role": "user", "content": "x", "game_tick": 1})
 
 
-def test_repeated_entry_id_is_stored_once(table: str) -> None:
+def test_repeated_entry_id_is_stored_once(table: None) -> None:
     """An entry_id makes a retried write (e.g. a redelivered queue message) idempotent."""
     entry = {"participant_id": "A", "role": "user", "content": "once", "game_tick": 9, "entry_id": "msg-1"}
     first = add_entry("alice", W, ["A", "B"], entry)
@@ -273,7 +261,7 @@ def test_repeated_entry_id_is_stored_once(table: str) -> None:
     assert contents(get_historical_context("alice", W, ["A", "B"]).primary) == ["once"]
 
 
-def test_a_writer_with_a_stale_sequence_retries_and_loses_nothing(table: str) -> None:
+def test_a_writer_with_a_stale_sequence_retries_and_loses_nothing(table: None) -> None:
     """Concurrent appends: a writer whose read of the dialogue is stale (another entry landed since)
     retries at the next sequence instead of overwriting or failing; both entries keep their order."""
     # Given two writers that both read the dialogue at next_seq = 0
@@ -293,13 +281,35 @@ def test_a_writer_with_a_stale_sequence_retries_and_loses_nothing(table: str) ->
     assert [e.seq for e in ctx.primary] == [0, 1]
 
 
-def test_history_reads_are_queries_never_scans(table: str) -> None:
+def test_history_reads_are_queries_never_scans(table: None, dynamo_calls: Counter[str]) -> None:
     """Storage: the index is read by Query; superset lookup skips smaller dialogues by key condition."""
     say("alice", ["A", "B"], "A", "x", 1)
     say("alice", ["A", "B", "C"], "A", "y", 2)
-    client = boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE)
+    client = boto3.resource("dynamodb", region_name="us-east-1").Table(get_settings().table_name)
     index = client.query(KeyConditionExpression=Key("pk").eq("USER#alice#WORLD#save1#P#A"))["Items"]
     sks = sorted(i["sk"] for i in index)
     assert sks == ["DLG#02#A+B", "DLG#03#A+B+C", "~STATS"]
     supersets = list(dialogue.store.dialogues_with_more_participants("alice", W, "A", 2))
     assert supersets == [("A+B+C", ("A", "B", "C"))]
+    get_historical_context("alice", W, ["A", "B"])
+    assert dynamo_calls["Scan"] == 0
+
+
+def test_concurrent_writers_and_starters_lose_nothing(table: None, serialized_moto: None) -> None:
+    """Concurrency: parallel starts of one new set create it once; parallel appends to one dialogue store
+    every entry once, with unique sequences (conditional transactions, retried on conflict)."""
+
+    # Given eight writers starting the same dialogue and appending at the same tick
+    def write(i: int) -> int:
+        entry = {"participant_id": "A", "role": "user", "content": f"m{i}", "game_tick": 5}
+        return add_entry("alice", W, ["B", "A"], entry).entry.seq
+
+    # When they run in parallel
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        seqs = list(pool.map(write, range(8)))
+    # Then every entry is stored once, sequences are 0..7, and the index counted the dialogue once
+    assert sorted(seqs) == list(range(8))
+    ctx = get_historical_context("alice", W, ["A", "B"], limit=20)
+    assert sorted(contents(ctx.primary)) == sorted(f"m{i}" for i in range(8))
+    assert [e.seq for e in ctx.primary] == list(range(8))
+    assert dialogue.store.participant_dialogue_counts("alice", W, ["A", "B"]) == {"A": 1, "B": 1}
