@@ -26,6 +26,10 @@ def _timed(func: Callable[[], Any]) -> tuple[float, Any]:
     return median_seconds(func, repeat=repeat), result
 
 
+def _ratio(value: float) -> str:
+    return f"{value:,.0f}x" if value >= 10 else f"{value:.1f}x"
+
+
 def _has_chat_counts() -> bool:
     return all(hasattr(tokens, n) for n in ("message_counter", "REPLY_PRIMING_TOKENS", "get_encoding"))
 
@@ -61,7 +65,7 @@ def _rows_for(size: int) -> list[list[Any]]:
             len(our[1]),
             ms(theirs[0]),
             len(theirs[1]),
-            f"{theirs[0] / our[0]:,.0f}x",
+            _ratio(theirs[0] / our[0]),
         ]
 
     progress(f"window: {size:,} messages, LangChain trim_messages (approximate)")
