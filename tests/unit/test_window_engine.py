@@ -282,3 +282,18 @@ def test_tok4_window_tokens_match_the_chat_format_count_of_what_is_sent() -> Non
     # Then its token figure is exactly the chat-format count of the messages sent (reply priming included)
     assert len(out.messages) == 6
     assert out.stats.tokens_used == count_chat_tokens(out.messages, method="exact", model="gpt-4o")
+
+
+def test_win3_result_separated_from_its_call_by_a_pinned_message_is_not_sent() -> None:
+    # Given a malformed history where a pinned message sits between a call and its result
+    history = [call("a1", "c1"), msg("user", 1, "p1", pinned=True), result("t1", "c1")]
+
+    # When the window is built
+    out = select_window(history=history, policy=policy(max_tokens=100), system=SYSTEM, current=CURRENT)
+
+    # Then the sent messages never show a result away from its call
+    assert ids(out.messages, history) == ["system", "p1", "user"]
+    assert sorted((d.ref, d.reason) for d in out.stats.dropped) == [
+        ("a1", INCOMPLETE_TOOL_CALL),
+        ("t1", ORPHAN_TOOL_RESULT),
+    ]

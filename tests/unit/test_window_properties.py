@@ -28,7 +28,7 @@ def _call(ids: list[str]) -> dict[str, Any]:
 
 @st.composite
 def histories(draw: st.DrawFn, *, broken: bool = True) -> list[dict[str, Any]]:
-    kinds = ["user", "assistant", "group"] + (["orphan", "incomplete"] if broken else [])
+    kinds = ["user", "assistant", "group"] + (["orphan", "incomplete", "split"] if broken else [])
     out: list[dict[str, Any]] = []
     for seg, kind in enumerate(draw(st.lists(st.sampled_from(kinds), max_size=24))):
         if kind in ("user", "assistant"):
@@ -39,6 +39,8 @@ def histories(draw: st.DrawFn, *, broken: bool = True) -> list[dict[str, Any]]:
             ids = [f"c{seg}_{k}" for k in range(draw(st.integers(1, 3)))]
             out.append(_call(ids))
             answered = ids[:-1] if kind == "incomplete" else ids
+            if kind == "split":  # a message wedged between the call and its results
+                out.append({"role": "user", "content": ""})
             out.extend({"role": "tool", "tool_call_id": i, "content": ""} for i in answered)
     for index, message in enumerate(out):
         # Unique, traceable content of a drawn size; the call's own content may stay None.

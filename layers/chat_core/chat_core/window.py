@@ -452,6 +452,9 @@ def select_window(
     for message in reversed(history):
         index -= 1
         if index in members:
+            if pending:  # results cut off from their call by a pinned message cannot follow it
+                explicit.extend(DroppedMessage(_ref(m, i), ORPHAN_TOOL_RESULT) for i, m in pending)
+                pending = []
             continue
         role = message.get("role")
         if groups and role == "tool":
