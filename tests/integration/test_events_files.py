@@ -1,0 +1,38 @@
+"""events/*.json (for `sam local invoke -e`): each is a valid HTTP API v2 event its function answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.functions import invoke
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+
+# The sample ids name no stored conversation, so on an empty table those routes answer 404.
+EXPECTED = {
+    "create_conversation": 201,
+    "post_message": 201,
+    "list_conversations": 200,
+    "get_conversation": 404,
+    "delete_conversation": 404,
+    "build_window": 404,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_event_is_answered_by_its_function(chat_service: None, name: str) -> None:
+    """Issue 3 item 6: one API Gateway HTTP API v2 event per function, routed by that function."""
+    # Given the sample event of the function
+    event = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
+    assert event["version"] == "2.0"
+    # When the function is invoked with it on an empty table
+    answer = invoke(name, event)
+    # Then it answers the route (not a route_not_found, not a 5xx)
+    assert answer.status == EXPECTED[name], answer.body
+    if answer.status == 404:
+        assert answer.error_code == "conversation_not_found"
