@@ -182,7 +182,12 @@ class DroppedMessage(NamedTuple):
 
 
 class WindowStats:
-    """What a window holds and what it left out. `dropped` is built on first access."""
+    """What a window holds and what it left out. `dropped` is built on first access.
+
+    `tokens_used` counts everything sent under the policy's counting (reply priming included in chat
+    format); `chars_used` is what the character cap counted (None without a cap); `kept` counts every
+    message sent, `kept_history` the history and pinned messages among them.
+    """
 
     __slots__ = (
         "_cut",
@@ -206,7 +211,7 @@ class WindowStats:
         policy: str,
         token_budget: int | None,
         tokens_used: int,
-        chars_used: int,
+        chars_used: int | None,
         kept: int,
         kept_history: int,
         explicit: list[DroppedMessage],
@@ -384,22 +389,22 @@ def select_window(
     used_tokens = policy.priming_tokens
     used_chars = 0
     fixed_messages = 0
+    track_chars = policy.max_chars is not None
     if system is not None:
         used_tokens += count(system)
         if caps_sys:
-            used_chars += len(message_text(system))
+            used_chars += len(message_text(system)) if track_chars else 0
             fixed_messages += 1
     if current is not None:
         used_tokens += count(current)
         if caps_cur:
-            used_chars += len(message_text(current))
+            used_chars += len(message_text(current)) if track_chars else 0
             fixed_messages += 1
     room = _Room(
         None if budget is None else budget - used_tokens,
         None if policy.max_chars is None else policy.max_chars - used_chars,
         None if policy.max_messages is None else policy.max_messages - fixed_messages,
     )
-    track_chars = policy.max_chars is not None
     explicit: list[DroppedMessage] = []
 
     summary_message: Mapping[str, Any] | None = None
@@ -515,7 +520,7 @@ def select_window(
         policy=policy.name,
         token_budget=budget,
         tokens_used=used_tokens,
-        chars_used=used_chars,
+        chars_used=used_chars if track_chars else None,
         kept=kept_messages,
         kept_history=len(kept_hist),
         explicit=explicit,
