@@ -1,0 +1,239 @@
+"""chat_core.tokens: estimate/approx/exact throughput, approx_tokens error, cold load of the encodings."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from chat_core import tokens
+
+from bench import Section, median_seconds, ms, progress, verdict
+
+REPO = Path(__file__).resolve().parent.parent
+CORPORA = REPO / "tests" / "data" / "tokens"
+CATEGORIES = ("english_prose", "chinese_prose", "code", "chat", "other_scripts")
+REQUIRED = CATEGORIES[:4]
+BAND = (-0.10, 0.15)
+PARAGRAPH_MIN_CHARS = 200
+COLD_RUNS = 5
+
+
+def _corpus(category: str, split: str) -> str:
+    return (CORPORA / f"{category}.{split}.txt").read_text(encoding="utf-8")
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Blank-line paragraphs, short ones merged forward to >= PARAGRAPH_MIN_CHARS (as the tests do)."""
+    units: list[str] = []
+    pending = ""
+    for paragraph in (p for p in re.split(r"\n\s*\n", text) if p.strip()):
+        pending = f"{pending}\n\n{paragraph}" if pending else paragraph
+        if len(pending) >= PARAGRAPH_MIN_CHARS:
+            units.append(pending)
+            pending = ""
+    if pending:
+        units[-1] += "\n\n" + pending
+    return units
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.1%}"
+
+
+def throughput() -> Section:
+    """Per 1K characters for the estimators, per 1K tokens for the exact counter."""
+    rows = []
+    worst_estimate = worst_exact = 0.0
+    for category in REQUIRED:
+        text = _corpus(category, "holdout")
+        per_kchar = 1000 / len(text)
+        estimate = median_seconds(lambda t=text: tokens.estimate_message_tokens(t), repeat=7, number=2000)
+        approx_o = median_seconds(lambda t=text: tokens.approx_tokens(t, "o200k_base"), repeat=7, number=50)
+        approx_c = median_seconds(lambda t=text: tokens.approx_tokens(t, "cl100k_base"), repeat=7, number=50)
+        exact_cells = []
+        for name in tokens.SHIPPED_ENCODINGS:
+            n_tokens = tokens.count_tokens(text, encoding=name)
+            seconds = median_seconds(
+                lambda t=text, e=name: tokens.count_tokens(t, encoding=e), repeat=7, number=50
+            )
+            per_ktok = seconds * 1000 / n_tokens
+            worst_exact = max(worst_exact, per_ktok)
+            exact_cells.append(ms(per_ktok))
+        worst_estimate = max(worst_estimate, estimate * per_kchar)
+        rows.append(
+            [
+                category,
+                len(text),
+                ms(estimate * per_kchar),
+                ms(approx_o * per_kchar),
+                ms(approx_c * per_kchar),
+                *exact_cells,
+            ]
+        )
+    notes = (
+        f"Hold-out corpora of tests/data/tokens. Seed 001 targets: estimate < 0.1 ms per 1K characters: "
+        f"{verdict(worst_estimate < 0.1)} (worst {ms(worst_estimate)} ms); exact count < 1 ms per 1K tokens: "
+        f"{verdict(worst_exact < 1.0)} (worst {ms(worst_exact)} ms). approx_tokens is pure Python (one regex "
+        "pass), shown for comparison; exact counts use the already loaded encoding (cold load below)."
+    )
+    return {
+        "title": "Throughput: TOK-1 estimate, TOK-7 approx, TOK-2 exact (medians)",
+        "columns": [
+            "corpus",
+            "chars",
+            "estimate ms/1K chars",
+            "approx o200k ms/1K chars",
+            "approx cl100k ms/1K chars",
+            "exact cl100k ms/1K tokens",
+            "exact o200k ms/1K tokens",
+        ],
+        "rows": rows,
+        "notes": notes,
+    }
+
+
+def approx_error() -> Section:
+    """approx_tokens vs the exact count, next to bytes/4 (TOK-1) and chars/4 (LangChain's approximation)."""
+    rows = []
+    misses = []
+    for split in ("holdout", "fit"):
+        for category in CATEGORIES:
+            text = _corpus(category, split)
+            for name in tokens.SHIPPED_ENCODINGS:
+                exact = tokens.count_tokens(text, encoding=name)
+                approx = tokens.approx_tokens(text, name) / exact - 1
+                units = [
+                    tokens.approx_tokens(u, name) / tokens.count_tokens(u, encoding=name) - 1
+                    for u in _paragraphs(text)
+                ]
+                if category in REQUIRED and not BAND[0] <= approx <= BAND[1]:
+                    misses.append(f"{category}/{split}/{name}")
+                rows.append(
+                    [
+                        category,
+                        split,
+                        name,
+                        exact,
+                        _pct(approx),
+                        f"{_pct(min(units))} .. {_pct(max(units))} ({len(units)})",
+                        _pct(len(text.encode()) / 4 / exact - 1),
+                        _pct(len(text) / 4 / exact - 1),
+                    ]
+                )
+    notes = (
+        "Relative error (estimate / exact - 1). Costs fitted on *.fit.txt by scripts/fit_approx_tokens.py; "
+        "*.holdout.txt never seen by the fit. Required band -10%/+15% on English prose, Chinese prose, code "
+        f"and chat, both encodings: {verdict(not misses)}{' (' + ', '.join(misses) + ')' if misses else ''}. "
+        "Paragraph columns: worst low .. worst high over paragraphs of >= 200 characters (count). "
+        "other_scripts (ja, ko, ru, el, fr, de, es, ar, hi, th; one paragraph each) is beyond the spec."
+    )
+    return {
+        "title": "TOK-7 approx_tokens error vs exact, with bytes/4 and chars/4",
+        "columns": [
+            "corpus",
+            "split",
+            "encoding",
+            "exact tokens",
+            "approx",
+            "approx paragraphs",
+            "bytes/4",
+            "chars/4",
+        ],
+        "rows": rows,
+        "notes": notes,
+    }
+
+
+_COLD = textwrap.dedent(
+    """
+    import json, sys, time
+    t0 = time.perf_counter()
+    from chat_core import tokens
+    t1 = time.perf_counter()
+    tokens.get_encoding(sys.argv[1])
+    t2 = time.perf_counter()
+    n = tokens.count_tokens("hello world", encoding=sys.argv[1])
+    t3 = time.perf_counter()
+    print(json.dumps({"import": t1 - t0, "load": t2 - t1, "first_count": t3 - t2, "n": n}))
+    """
+)
+
+
+def cold_load() -> Section:
+    """Each encoding loaded in a fresh interpreter: import, first get_encoding, first count."""
+    rows = []
+    for name in tokens.SHIPPED_ENCODINGS:
+        runs: list[dict[str, Any]] = []
+        for _ in range(COLD_RUNS):
+            out = subprocess.run(
+                [sys.executable, "-c", _COLD, name], capture_output=True, text=True, check=True, timeout=120
+            )
+            runs.append(json.loads(out.stdout))
+        size = (tokens.ENCODINGS_DIR / f"{name}.tiktoken").stat().st_size
+        rows.append(
+            [
+                name,
+                f"{size / 1e6:.2f} MB",
+                ms(statistics.median(r["import"] for r in runs)),
+                ms(statistics.median(r["load"] for r in runs)),
+                ms(statistics.median(r["first_count"] for r in runs)),
+            ]
+        )
+    return {
+        "title": "TOK-3 cold load of the shipped encodings (fresh interpreter each run)",
+        "columns": ["encoding", "file", "import chat_core.tokens ms", "get_encoding ms", "first count ms"],
+        "rows": rows,
+        "notes": (
+            f"Median of {COLD_RUNS} subprocess runs each. The load reads the file, checks its SHA-256, "
+            "parses the ranks and builds tiktoken's Encoding, once per process (Lambda cold start), "
+            "on first use, never at import. No network, no cache directory."
+        ),
+    }
+
+
+def chat_counting() -> Section:
+    """TOK-4 count_chat_tokens over a 100-message conversation, per method."""
+    pool = [p for category in REQUIRED for p in _paragraphs(_corpus(category, "holdout"))]
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": pool[i % len(pool)]} for i in range(100)
+    ]
+    chars = sum(len(m["content"]) for m in messages)
+    rows = []
+    exact = tokens.count_chat_tokens(messages, method="exact", model="gpt-4o")
+    for method in ("estimate", "approx", "exact"):
+        count = tokens.count_chat_tokens(messages, method=method, model="gpt-4o")  # type: ignore[arg-type]
+        seconds = median_seconds(
+            lambda m=method: tokens.count_chat_tokens(messages, method=m, model="gpt-4o"), repeat=7, number=5
+        )
+        rows.append([method, count, _pct(count / exact - 1), ms(seconds), ms(seconds / 100)])
+    return {
+        "title": "TOK-4 count_chat_tokens, 100 messages (gpt-4o, o200k_base)",
+        "columns": ["method", "tokens", "vs exact", "ms per call", "ms per message"],
+        "rows": rows,
+        "notes": f"Messages are hold-out paragraphs of the four corpora, {chars} characters in all.",
+    }
+
+
+def run() -> list[Section]:
+    progress("tokens: throughput")
+    sections = [throughput()]
+    progress("tokens: approx error")
+    sections.append(approx_error())
+    progress("tokens: chat counting")
+    sections.append(chat_counting())
+    progress("tokens: cold load (subprocesses)")
+    sections.append(cold_load())
+    return sections
+
+
+if __name__ == "__main__":
+    from bench.__main__ import render
+
+    for section in run():
+        print(render(section))
