@@ -1,0 +1,70 @@
+"""SPEC §5 storage details the HTTP tests cannot reach directly: races with delete, template vs models."""
+
+from __future__ import annotations
+
+import pytest
+from chat_core.store import conversations as store
+from chat_core.store.base import TableItem
+from chat_core.store.keys import new_id
+
+from tests.support import functions as api
+from tests.support.table import table_properties
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+
+def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: None) -> None:
+    """SPEC §5 + soft delete: a reply landing after DELETE is stored; the conversation stays hidden."""
+    # Given a conversation whose turn passed TransactWrite #1 (user message stored, reply slot reserved)
+    conversation_id = api.post("first").body["conversation_id"]
+    recent = store.read_recent("alice", conversation_id, 10)
+    conversation = recent.conversation
+    assert conversation is not None
+    user = store.Message.new(
+        "alice",
+        conversation_id,
+        int(conversation.next_seq),
+        message_id=new_id(),
+        role="user",
+        content="slow question",
+        created_at="2025-01-01T00:00:00.000000Z",
+        tokens=4,
+    )
+    store.append_user_message(conversation, user, user.created_at)
+    # When the conversation is deleted while the model answers, and the reply is then recorded
+    assert api.delete(conversation_id).status == 204
+    reply = store.Message.new(
+        "alice",
+        conversation_id,
+        int(user.seq) + 1,
+        message_id=new_id(),
+        role="assistant",
+        content="late answer",
+        created_at="2025-01-01T00:00:01.000000Z",
+        tokens=4,
+    )
+    reply.usage = store.usage_map(1, 2, 3)
+    store.record_reply(conversation, reply, reply.created_at, reported=(1, 2, 3), local=(1, 2))
+    # Then the reply is stored (nothing lost) and the conversation does not come back in the list
+    assert store.read_turn("alice", conversation_id, int(user.seq))[1] is not None
+    assert api.listing().body["items"] == []
+    assert api.detail(conversation_id).status == 404
+
+
+def test_template_table_serves_the_store_models() -> None:
+    """Issue 3: the table in template.yaml has the keys, index and TTL attribute the models use."""
+    # Given the template's table and the store's base model
+    props = table_properties()
+    # Then keys, the sparse index and the TTL attribute agree
+    keys = {k["AttributeName"]: k["KeyType"] for k in props["KeySchema"]}
+    assert keys == {TableItem.pk.attr_name: "HASH", TableItem.sk.attr_name: "RANGE"}
+    index = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}["gsi1"]
+    assert {k["AttributeName"] for k in index["KeySchema"]} == {"gsi1pk", "gsi1sk"}
+    assert index["Projection"]["ProjectionType"] == "ALL"
+    assert props["TimeToLiveSpecification"] == {
+        "AttributeName": TableItem.expires_at.attr_name,
+        "Enabled": True,
+    }
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
