@@ -254,13 +254,18 @@ def test_tokens_used_is_the_engine_count_of_what_is_sent() -> None:
     assert payload.stats.tokens_used == count_window_tokens(payload.messages, policy)
 
 
-@settings(max_examples=60, deadline=None)
-@given(budget=st.integers(min_value=40, max_value=400), n_p=st.integers(0, 6), n_a=st.integers(0, 6))
-def test_property_fit_and_dropping_order(budget: int, n_p: int, n_a: int) -> None:
-    """Property: the payload fits whenever system+context fit; kept history is the newest of each list;
-    an ancillary line is only kept if every primary line is kept."""
+@settings(max_examples=120, deadline=None)
+@given(
+    budget=st.integers(min_value=40, max_value=400),
+    n_p=st.integers(0, 6),
+    n_a=st.integers(0, 6),
+    method=st.sampled_from(["estimate", "approx", "exact"]),
+)
+def test_property_fit_and_dropping_order(budget: int, n_p: int, n_a: int, method: str) -> None:
+    """Property (every counting method): the payload fits whenever system+context fit; kept history is
+    the newest of each list; an ancillary line is only kept if every primary line is kept."""
     history = zorg_history(n_primary=n_p, n_ancillary=n_a)
-    payload = build_structured_prompt(config(max_prompt_tokens=budget), history=history)
+    payload = build_structured_prompt(config(max_prompt_tokens=budget, token_method=method), history=history)
     stats = payload.stats
     if stats.context_kept:
         assert stats.tokens_used <= budget
@@ -309,3 +314,27 @@ def test_from_mapping_rejects_unknown_fields_and_builds_current() -> None:
     assert cfg.participants == ("player", "zorg")
     assert cfg.current is not None
     assert cfg.current.content == "hi"
+
+
+@pytest.mark.parametrize("method", ["exact", "approx"])
+def test_budget_equal_to_the_full_prompt_keeps_everything(method: str) -> None:
+    """Exact/approx budgets are tight: a budget of exactly the full prompt's count keeps every line,
+    and one token less drops exactly the oldest background line."""
+    history = zorg_history(n_primary=4, n_ancillary=6)
+    full = build_structured_prompt(config(token_method=method), history=history).stats.tokens_used
+    whole = build_structured_prompt(config(token_method=method, max_prompt_tokens=full), history=history)
+    assert whole.stats.tokens_used == full
+    assert whole.stats.ancillary_kept == 6
+    short = build_structured_prompt(config(token_method=method, max_prompt_tokens=full - 1), history=history)
+    assert short.stats.ancillary_kept == 5
+    assert short.stats.primary_kept == 4
+    assert "group line 0" not in short.messages[1]["content"]
+
+
+def test_exact_tokens_used_matches_the_tokenizer() -> None:
+    """With token_method=exact (the default), tokens_used is the tiktoken chat-format count (TOK-4)."""
+    from chat_core import tokens
+
+    payload = build_structured_prompt(config(token_method="exact"), history=zorg_history())
+    assert payload.stats.tokens_used == tokens.count_chat_tokens(payload.messages, method="exact")
+    assert payload.stats.token_method == "exact"

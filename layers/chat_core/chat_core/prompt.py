@@ -14,8 +14,12 @@ Layout of the payload, in send order:
 Budget: one selection engine (`chat_core.window.select_window`), two passes. Pass 1 fits system, context
 (as a pinned message) and the primary history (newest contiguous run) into the budget. Pass 2 fits the
 background lines into what is left, newest first: the header costs a full message, each line only its
-own tokens (stored as the line's "tokens", which the engine reuses). So ancillary entries are dropped
-first, oldest first, and primary entries only when the primary history alone does not fit.
+own tokens (stored as the line's "tokens", which the engine reuses). Exact counts add up to the
+message's count; the bytes/4 estimate rounds each line up (it may keep one line less than fits); the
+approx estimate may not add up, so if the assembled prompt overshoots, pass 2 runs again on a budget
+smaller by the overshoot (at most twice, then the background is left out).
+So ancillary entries are dropped first, oldest first, and primary entries only when the primary
+history alone does not fit.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ Language = Literal["en", "zh"]
 SpeakerLabels = Literal["auto", "always", "never"]
 
 _NAME_OK: Final = re.compile(r"[A-Za-z0-9_-]")
+# Engine passes for the background: the first, plus corrections when approximate counts overshoot.
+_BACKGROUND_PASSES: Final = 3
 MAX_SYSTEM_PROMPT_CHARS: Final = 20_000
 MAX_CONTEXT_CHARS: Final = 20_000
 
@@ -360,13 +366,28 @@ def build_structured_prompt(
     context_kept = context_msg is not None and not any(d.ref == "pinned:0" for d in first.stats.dropped)
 
     # Pass 2: background lines into what pass 1 left, newest first; the header is the fixed part.
-    background, second = _fit_background(history, config, policy, first.stats, calendar, speakers, labels)
-
-    messages = list(first.messages)
-    if background is not None:
-        messages.insert(1, background)
-    tokens_used = count_window_tokens(messages, policy)
     budget = policy.token_budget
+    remaining = None if budget is None else max(0, budget - first.stats.tokens_used)
+    lines = _background_lines(history, config, policy, calendar, speakers, labels)
+    background: dict[str, Any] | None = None
+    second: WindowStats | None = None
+    messages = list(first.messages)
+    tokens_used = first.stats.tokens_used
+    for _ in range(_BACKGROUND_PASSES):
+        background, second = _fit_background(lines, remaining)
+        messages = list(first.messages)
+        if background is not None:
+            messages.insert(1, background)
+        tokens_used = count_window_tokens(messages, policy)
+        if budget is None or remaining is None or background is None or tokens_used <= budget:
+            break
+        # Approximate counts of separate lines need not add up to the joined message's count; run the
+        # engine again with the pass-2 budget shrunk by what the whole prompt overshot.
+        remaining = max(0, remaining - (tokens_used - budget))
+    else:
+        background = None
+        messages = list(first.messages)
+        tokens_used = count_window_tokens(messages, policy)
     stats = PromptStats(
         token_method=policy.method,
         token_budget=budget,
@@ -444,50 +465,70 @@ def _current_message(
     }
 
 
-def _fit_background(
+@dataclass(frozen=True)
+class _Background:
+    header: dict[str, Any]
+    lines: list[dict[str, Any]]
+
+
+def _background_lines(
     history: HistoricalContext,
     config: PromptBuildConfig,
     policy: WindowPolicy,
-    first: WindowStats,
     calendar: Calendar,
     speakers: _Speakers,
     labels: Mapping[str, str],
-) -> tuple[dict[str, Any] | None, WindowStats | None]:
+) -> _Background | None:
+    """The [Background] header and one pseudo-message per ancillary line, each with its token cost."""
     if not history.ancillary:
-        return None, None
+        return None
     names = [speakers.display(p) for p in config.participants]
     who = (
         names[0] if len(names) == 1 else labels["joiner"].join(names[:-1]) + labels["last_joiner"] + names[-1]
     )
     header = f"{labels['background']}\n{labels['background_intro'].format(who=who)}"
     several = len({e.dialogue_id for e in history.ancillary}) > 1
-    lines = []
+    texts = []
     for e in history.ancillary:
         group = ""
         if several:
             members = e.dialogue_id.split("+") if not e.dialogue_id.startswith("~") else []
             group = f"({labels['joiner'].join(speakers.display(p) for p in members)}) " if members else ""
-        lines.append(
-            f"{calendar.format(e.game_tick)} {group}{speakers.display(e.participant_id, e.name)}: {e.content}"
-        )
+        speaker = speakers.display(e.participant_id, e.name)
+        texts.append(f"{calendar.format(e.game_tick)} {group}{speaker}: {e.content}")
 
-    # Each line costs the tokens of "\n" + line inside the one message; the header costs a whole message.
+    # The message is header + "\n" + line + "\n" + ... + newest line. The tokenizer never merges across
+    # a newline followed by "[" (its pre-split ends a piece there), so the cost is additive: a whole
+    # message for header + "\n", then each kept line with its trailing newline, except the newest (always
+    # the last one kept, since the engine keeps a newest run), which ends the message.
     content_count = policy.with_changes(
         chat_format=False, reuse_stored_tokens=False, counter=None
     ).token_counter()
     header_tokens = policy.with_changes(reuse_stored_tokens=False).token_counter()(
-        {"role": config.context_role, "content": header}
+        {"role": config.context_role, "content": header + "\n"}
     )
-    line_msgs = [
-        {"role": config.context_role, "content": line, "tokens": content_count({"content": "\n" + line})}
-        for line in lines
+    newest = len(texts) - 1
+    lines = [
+        {
+            "role": config.context_role,
+            "content": text,
+            "tokens": content_count({"content": text if i == newest else text + "\n"}),
+        }
+        for i, text in enumerate(texts)
     ]
-    budget = policy.token_budget
-    remaining = None if budget is None else max(0, budget - first.tokens_used)
+    return _Background({"role": config.context_role, "content": header, "tokens": header_tokens}, lines)
+
+
+def _fit_background(
+    background: _Background | None, remaining: int | None
+) -> tuple[dict[str, Any] | None, WindowStats | None]:
+    """Pass 2: the newest background lines that fit `remaining` tokens, joined into one message."""
+    if background is None:
+        return None, None
     # Stored counts make the method irrelevant here; chat_format=False keeps reply priming out
     # (pass 1 paid it).
     fit = select_window(
-        history=line_msgs,
+        history=background.lines,
         policy=WindowPolicy(
             name="prompt:background",
             max_tokens=remaining,
@@ -496,9 +537,10 @@ def _fit_background(
             honor_pinned=False,
             keep_tool_groups=False,
         ),
-        system={"role": config.context_role, "content": header, "tokens": header_tokens},
+        system=background.header,
     )
     if fit.stats.kept_history == 0:
         return None, fit.stats
     kept = [m["content"] for m in fit.messages[1:]]
-    return {"role": config.context_role, "content": "\n".join([header, *kept])}, fit.stats
+    role = background.header["role"]
+    return {"role": role, "content": "\n".join([background.header["content"], *kept])}, fit.stats
