@@ -224,8 +224,8 @@ def count_tokens(text: str, model: str | None = None, *, encoding: str | None = 
 # tiktoken's own pre-tokenizer makes (words with their leading space, camelCase halves, identifiers
 # glued to a leading "." or "_", digit groups of three, punctuation runs, newline and indentation
 # runs, CJK runs, kana, hangul, Cyrillic, Greek, Arabic/Hebrew, emoji) and adds a fitted cost per
-# piece. A few whole-text counts refine it: letters past the 7th of long words (rare words split),
-# Han characters that are frequent (a single token in cl100k) versus the rest, astral-plane symbols.
+# piece. Refinements: characters past the 8th of a word piece (long words are rarer and split), Han
+# characters that are frequent (a single token in cl100k) versus the rest, astral-plane emoji.
 # The costs were fitted per encoding, piece by piece, by scripts/fit_approx_tokens.py on
 # tests/data/tokens/*.fit.txt and are checked on the *.holdout.txt files; see that script.
 
@@ -489,7 +489,7 @@ Method = Literal["estimate", "approx", "exact"]
 _METHODS: Final[tuple[str, ...]] = get_args(Method)
 
 # OpenAI cookbook, "How to count tokens with tiktoken" (gpt-3.5-turbo-0613 and later, gpt-4, gpt-4o):
-TOKENS_PER_MESSAGE: Final = 3  # <|start|>{role}<|message|> ... <|end|> framing of every message
+TOKENS_PER_MESSAGE: Final = 3  # <|start|>, <|message|>, <|end|> around every message; the role is text
 TOKENS_PER_NAME: Final = 1  # a "name" field costs its text plus one
 REPLY_PRIMING_TOKENS: Final = 3  # every reply is primed with <|start|>assistant<|message|>
 # Not in the cookbook: each tool call's framing (call id/type wrapper around name and arguments),
