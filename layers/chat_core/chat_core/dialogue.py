@@ -323,9 +323,7 @@ def export_world(owner: str, world_id: str) -> Iterator[dict[str, Any]]:
             "entry_count": meta.entry_count,
         }
         for e in entries:
-            line = e.to_dict()
-            line["type"] = "entry"
-            yield line
+            yield {"type": "entry", **e.to_dict()}
 
 
 def export_world_jsonl(owner: str, world_id: str) -> str:
