@@ -6,6 +6,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
+import botocore.client
 import pytest
 from boto3.dynamodb.conditions import Key
 from chat_core import dialogue
@@ -313,3 +314,33 @@ def test_concurrent_writers_and_starters_lose_nothing(table: None, serialized_mo
     assert sorted(contents(ctx.primary)) == sorted(f"m{i}" for i in range(8))
     assert [e.seq for e in ctx.primary] == list(range(8))
     assert dialogue.store.participant_dialogue_counts("alice", W, ["A", "B"]) == {"A": 1, "B": 1}
+
+
+def test_retrieval_starts_from_the_rarest_participant(table: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPEC §7 / seed 004 §2.4 intersection: only the index of the participant with the fewest dialogues
+    is queried, and only superset dialogues are read; one BatchGetItem reads all counters."""
+    # Given "player" is in many dialogues and "zorg" in two (the 1v1 and one group)
+    for i in range(6):
+        say("alice", ["player", f"npc{i}"], "player", f"hi {i}", i)
+        say("alice", ["player", f"npc{i}", f"npc{i + 1}"], "player", f"group {i}", i)
+    say("alice", ["player", "zorg"], "zorg", "1v1", 100)
+    say("alice", ["player", "zorg", "npc0"], "zorg", "with npc0", 101)
+    calls: list[tuple[str, dict[str, object]]] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def recording(self: object, operation: str, params: dict[str, object]) -> object:
+        calls.append((operation, params))
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    # When the pair's history is read
+    ctx = get_historical_context("alice", W, ["player", "zorg"])
+    # Then: one BatchGetItem, and Queries on the primary, zorg's index (never player's) and the one superset
+    assert contents(ctx.ancillary) == ["with npc0"]
+    operations = [op for op, _ in calls]
+    assert operations.count("BatchGetItem") == 1
+    queried = [str(p["ExpressionAttributeValues"]) for op, p in calls if op == "Query"]  # type: ignore[index]
+    assert len(queried) == 3
+    assert any("#P#zorg" in q for q in queried)
+    assert not any("#P#player" in q for q in queried)
+    assert "Scan" not in operations
