@@ -43,6 +43,7 @@ from chat_local.dynamodb import (
 )
 from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable, apply_function_environment
 from chat_local.openapi import build_openapi, swagger_page
+from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
 from chat_local.template import LOCAL_ACCOUNT_ID, Template, TemplateError, load_template
 
@@ -51,6 +52,7 @@ log = logging.getLogger("chat_local.server")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_FILE = "dynamodb.json"
 _INVOKE_PREFIX = "/2015-03-31/functions/"
+_QUEUE_PREFIX = "/_local/queues/"
 
 
 def _default_template() -> Path:
@@ -96,6 +98,12 @@ class RequestLog:
         with self._lock:
             print(line, file=self.stream, flush=True)
 
+    def event(self, source: str, subscription: str, detail: str, ms: float) -> None:
+        """One line per stream batch or queue batch delivered to a function."""
+        stamp = datetime.now().strftime("%H:%M:%S")
+        with self._lock:
+            print(f"{stamp} {source:<6} {subscription} {detail} {ms:.0f} ms", file=self.stream, flush=True)
+
 
 class LocalApi:
     """The local API: store, functions, routes, streams and snapshots. `start()`, `handle()`, `stop()`."""
@@ -115,6 +123,9 @@ class LocalApi:
         self.snapshotter: Snapshotter | None = None
         self.sweeper: TtlSweeper | None = None
         self.pollers: list[StreamPoller] = []
+        self.queue_pollers: list[QueuePoller] = []
+        self.queue_urls: dict[str, str] = {}
+        self._sqs: Any = None
         self.warnings: list[str] = []
         self._openapi: dict[str, Any] | None = None
         self._docs: bytes | None = None
@@ -126,8 +137,14 @@ class LocalApi:
     def start(self) -> LocalApi:
         cfg = self.config
         user_env = dict(os.environ)
+        if not cfg.dynamodb_endpoint:
+            # Loopback only, whatever --host says: the store is this process's business.
+            self.embedded = EmbeddedDynamoDB("127.0.0.1").start()
         template = load_template(
-            cfg.template, region=cfg.region, table_name=cfg.table_name or os.environ.get("TABLE_NAME") or None
+            cfg.template,
+            region=cfg.region,
+            table_name=cfg.table_name or os.environ.get("TABLE_NAME") or None,
+            queue_endpoint=self.embedded.endpoint if self.embedded else "http://127.0.0.1:5000",
         )
         self.template = template
         self.warnings.extend(template.warnings)
@@ -145,7 +162,7 @@ class LocalApi:
         if cfg.dynamodb_endpoint:
             self.endpoint = cfg.dynamodb_endpoint.rstrip("/")
         else:
-            self.embedded = EmbeddedDynamoDB(cfg.host).start()
+            assert self.embedded is not None
             self.endpoint = self.embedded.endpoint
             # Every AWS SDK call of the handlers (SSM, Secrets Manager, ...) stays on this machine.
             forced.update(
@@ -209,6 +226,7 @@ class LocalApi:
                 self.import_errors[logical_id] = str(exc)
 
         self._start_streams(status.stream_arn)
+        self._start_queues()
         if self.sweeper is not None:
             # First pass right away: items that expired while the server was down go now.
             self.sweeper.sweep()
@@ -250,13 +268,43 @@ class LocalApi:
             self.pollers.append(poller.start())
 
     def _log_stream_invocation(self, name: str, count: int, status: str, ms: float) -> None:
-        self.request_log.write("STREAM", name, 0, ms, f"{count} record(s) {status}")
+        self.request_log.event("STREAM", name, f"{count} record(s) {status}", ms)
+
+    def _start_queues(self) -> None:
+        assert self.template is not None
+        if not self.template.queues:
+            return
+        if self.embedded is None:
+            self.warnings.append("SQS queues and their functions run only with the embedded store")
+            return
+        client = sqs_client(self.endpoint, self.config.region)
+        self.queue_urls = create_queues(client, self.template.queues)
+        for sub in self.template.queue_subscriptions:
+            if not sub.enabled:
+                continue
+            poller = QueuePoller(
+                sub,
+                self.template.queues[sub.queue_logical_id],
+                self.runtimes[sub.function.logical_id],
+                client=client,
+                queue_url=self.queue_urls[sub.queue_logical_id],
+                region=self.config.region,
+                on_invocation=self._log_queue_invocation,
+            )
+            self.queue_pollers.append(poller.start())
+        self._sqs = client
+
+    def _log_queue_invocation(self, name: str, count: int, status: str, ms: float) -> None:
+        self.request_log.event("SQS", name, f"{count} message(s) {status}", ms)
 
     def stop(self) -> None:
         """Stop streams and timers, write the final snapshot, stop the embedded store. Idempotent."""
         for poller in self.pollers:
             poller.stop()
         self.pollers = []
+        for queue_poller in self.queue_pollers:
+            queue_poller.stop()
+        self.queue_pollers = []
         if self.sweeper is not None:
             self.sweeper.stop()
             self.sweeper = None
@@ -276,6 +324,8 @@ class LocalApi:
             return self._builtin(request), "local"
         if request.method == "POST" and path.startswith(_INVOKE_PREFIX) and path.endswith("/invocations"):
             return self._direct_invoke(request), "invoke"
+        if request.method == "POST" and path.startswith(_QUEUE_PREFIX):
+            return self._send_to_queue(request), "sqs"
         match = self.router.match(request.method, path)
         if isinstance(match, NoRoute):
             if match.allowed:
@@ -350,7 +400,30 @@ class LocalApi:
             "routes": [r.route_key for r in self.router.routes],
             "import_errors": self.import_errors,
             "streams": [{"subscription": p.subscription.name, **p.stats.__dict__} for p in self.pollers],
+            "queues": dict(self.queue_urls),
+            "queue_subscriptions": [
+                {"subscription": p.subscription.name, **p.stats.__dict__} for p in self.queue_pollers
+            ],
         }
+
+    def _send_to_queue(self, request: HttpRequest) -> HttpResponse:
+        """POST /_local/queues/<LogicalId>: the body becomes one SQS message (no AWS CLI needed)."""
+        logical_id = unquote(request.raw_path[len(_QUEUE_PREFIX) :]).strip("/")
+        url = self.queue_urls.get(logical_id)
+        if url is None or self._sqs is None:
+            known = ", ".join(sorted(self.queue_urls)) or "none"
+            return error_response(404, "queue_not_found", f"no queue {logical_id!r}; queues: {known}")
+        if not request.body:
+            return error_response(400, "empty_message", "send the message body as the request body")
+        try:
+            body = request.body.decode("utf-8")
+        except UnicodeDecodeError:
+            return error_response(400, "invalid_message", "an SQS message body must be UTF-8 text")
+        kwargs: dict[str, Any] = {"QueueUrl": url, "MessageBody": body}
+        if logical_id in (self.template.queues if self.template else {}) and url.endswith(".fifo"):
+            kwargs["MessageGroupId"] = request.header("x-message-group-id") or "local"
+        answer = self._sqs.send_message(**kwargs)
+        return json_response(202, {"queue": logical_id, "message_id": answer["MessageId"]})
 
     def _direct_invoke(self, request: HttpRequest) -> HttpResponse:
         """Lambda's Invoke API (`aws lambda invoke --endpoint-url ...`), for direct, non-HTTP payloads."""
@@ -521,6 +594,16 @@ def banner(api: LocalApi, url: str) -> str:
         ]
     for poller in api.pollers:
         lines.append(f"  Stream     table stream -> {poller.subscription.name}")
+    for logical_id, queue_url in api.queue_urls.items():
+        consumers = [
+            p.subscription.name for p in api.queue_pollers if p.subscription.queue_logical_id == logical_id
+        ]
+        target = f" -> {', '.join(consumers)}" if consumers else ""
+        lines.append(f"  Queue      {logical_id}{target}")
+        lines.append(
+            f"               send: curl -X POST {url}/_local/queues/{logical_id} -d '<message body>'"
+        )
+        lines.append(f"               SQS endpoint: {queue_url}")
     for error in api.import_errors.values():
         lines.append(f"  WARNING    {error}")
     for warning in api.warnings:

@@ -126,6 +126,31 @@ class StreamSubscription:
 
 
 @dataclass(frozen=True)
+class QueueSpec:
+    """An AWS::SQS::Queue: its local name and CreateQueue attributes (redrive resolved to the local DLQ)."""
+
+    logical_id: str
+    name: str
+    url: str
+    arn: str
+    attributes: Mapping[str, str]
+    visibility_timeout_s: int
+
+
+@dataclass(frozen=True)
+class QueueSubscription:
+    """An SQS event source mapping of a function (Events: Type: SQS)."""
+
+    name: str
+    function: FunctionSpec
+    queue_logical_id: str
+    batch_size: int
+    filters: tuple[Mapping[str, Any], ...]
+    report_batch_item_failures: bool
+    enabled: bool
+
+
+@dataclass(frozen=True)
 class TableSpec:
     """An AWS::DynamoDB::Table with its CreateTable arguments (TTL applied separately)."""
 
@@ -150,6 +175,8 @@ class Template:
     streams: tuple[StreamSubscription, ...]
     tables: Mapping[str, TableSpec]
     warnings: tuple[str, ...] = ()
+    queues: Mapping[str, QueueSpec] = field(default_factory=dict)
+    queue_subscriptions: tuple[QueueSubscription, ...] = ()
 
     def table_for_env(self) -> TableSpec | None:
         """The table the functions' TABLE_NAME points at (the only table in this project)."""
@@ -341,10 +368,12 @@ def load_template(
     region: str,
     table_name: str | None = None,
     parameter_overrides: Mapping[str, str] | None = None,
+    queue_endpoint: str = "http://127.0.0.1:5000",
 ) -> Template:
     """Read a SAM template: HttpApi routes, DynamoDB stream subscriptions and tables, nothing listed by hand.
 
     `table_name` names the (first) table locally; CloudFormation would generate a name, we pick a fixed one.
+    Queue URLs (`!Ref Queue`) point at `queue_endpoint`, the embedded moto server.
     """
     path = path.resolve()
     data = load_yaml(path)
@@ -379,6 +408,21 @@ def load_template(
         lid: _table_spec(lid, resolver.resolve(r.get("Properties") or {}), refs[lid])
         for lid, r in raw_tables.items()
     }
+    raw_queues = {lid: r for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"}
+    for logical_id, resource in raw_queues.items():
+        props = resource.get("Properties") or {}
+        explicit = resolver.resolve(props.get("QueueName")) if props.get("QueueName") else None
+        name = str(explicit) if explicit else f"{LOCAL_STACK_NAME}-{logical_id}"
+        if props.get("FifoQueue") and not name.endswith(".fifo"):
+            name += ".fifo"
+        refs[logical_id] = f"{queue_endpoint.rstrip('/')}/{LOCAL_ACCOUNT_ID}/{name}"
+        attributes[(logical_id, "Arn")] = f"arn:aws:sqs:{region}:{LOCAL_ACCOUNT_ID}:{name}"
+        attributes[(logical_id, "QueueName")] = name
+        attributes[(logical_id, "QueueUrl")] = refs[logical_id]
+    queues = {
+        lid: _queue_spec(lid, resolver.resolve(r.get("Properties") or {}), attributes)
+        for lid, r in raw_queues.items()
+    }
     for logical_id, resource in resources.items():
         rtype = resource.get("Type", "")
         if logical_id in refs:
@@ -394,6 +438,7 @@ def load_template(
     functions: dict[str, FunctionSpec] = {}
     routes: list[HttpRoute] = []
     streams: list[StreamSubscription] = []
+    queue_subscriptions: list[QueueSubscription] = []
     for logical_id, resource in resources.items():
         if resource.get("Type") != "AWS::Serverless::Function":
             continue
@@ -442,10 +487,7 @@ def load_template(
                     )
                     continue
                 retry = eprops.get("MaximumRetryAttempts")
-                filters = tuple(
-                    json.loads(f["Pattern"]) if isinstance(f.get("Pattern"), str) else f.get("Pattern", {})
-                    for f in ((eprops.get("FilterCriteria") or {}).get("Filters") or [])
-                )
+                filters = _filters(eprops)
                 streams.append(
                     StreamSubscription(
                         name=f"{logical_id}.{event_name}",
@@ -461,17 +503,92 @@ def load_template(
                         enabled=bool(eprops.get("Enabled", True)),
                     )
                 )
-            elif etype in ("Api", "SQS", "Schedule", "ScheduleV2", "EventBridgeRule", "CloudWatchEvent"):
+            elif etype == "SQS":
+                queue_id = _stream_table(eprops.get("Queue"))
+                if queue_id not in queues:
+                    warnings.append(
+                        f"{logical_id}.{event_name}: queue {eprops.get('Queue')!r} is not in this template"
+                    )
+                    continue
+                queue_subscriptions.append(
+                    QueueSubscription(
+                        name=f"{logical_id}.{event_name}",
+                        function=spec,
+                        queue_logical_id=queue_id,
+                        batch_size=_as_int(eprops.get("BatchSize"), 10),
+                        filters=_filters(eprops),
+                        report_batch_item_failures="ReportBatchItemFailures"
+                        in (eprops.get("FunctionResponseTypes") or []),
+                        enabled=bool(eprops.get("Enabled", True)),
+                    )
+                )
+            elif etype in ("Api", "Schedule", "ScheduleV2", "EventBridgeRule", "CloudWatchEvent"):
                 warnings.append(f"{logical_id}.{event_name}: {etype} events are not emulated locally")
 
     if resolver.unresolved:
         warnings.append("unresolved locally (left empty): " + ", ".join(sorted(set(resolver.unresolved))))
     routes.sort(key=lambda r: r.specificity)
-    return Template(path, functions, tuple(routes), tuple(streams), tables, tuple(warnings))
+    return Template(
+        path,
+        functions,
+        tuple(routes),
+        tuple(streams),
+        tables,
+        tuple(warnings),
+        queues,
+        tuple(queue_subscriptions),
+    )
+
+
+def _filters(event_properties: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """FilterCriteria patterns (JSON strings in the template) as objects."""
+    patterns = []
+    for item in (event_properties.get("FilterCriteria") or {}).get("Filters") or []:
+        pattern = item.get("Pattern", {})
+        try:
+            patterns.append(json.loads(pattern) if isinstance(pattern, str) else dict(pattern))
+        except ValueError as exc:
+            raise TemplateError(f"FilterCriteria pattern is not JSON: {pattern!r}") from exc
+    return tuple(patterns)
+
+
+def _queue_spec(
+    logical_id: str, props: Mapping[str, Any], attributes: Mapping[tuple[str, str], Any]
+) -> QueueSpec:
+    created: dict[str, str] = {}
+    for key in (
+        "DelaySeconds",
+        "MaximumMessageSize",
+        "MessageRetentionPeriod",
+        "ReceiveMessageWaitTimeSeconds",
+        "VisibilityTimeout",
+    ):
+        if props.get(key) is not None:
+            created[key] = str(props[key])
+    if props.get("FifoQueue"):
+        created["FifoQueue"] = "true"
+        if props.get("ContentBasedDeduplication"):
+            created["ContentBasedDeduplication"] = "true"
+    redrive = props.get("RedrivePolicy")
+    if isinstance(redrive, Mapping) and redrive.get("deadLetterTargetArn"):
+        created["RedrivePolicy"] = json.dumps(
+            {
+                "deadLetterTargetArn": redrive["deadLetterTargetArn"],
+                "maxReceiveCount": int(redrive.get("maxReceiveCount", 10)),
+            }
+        )
+    return QueueSpec(
+        logical_id=logical_id,
+        name=str(attributes[(logical_id, "QueueName")]),
+        url=str(attributes[(logical_id, "QueueUrl")]),
+        arn=str(attributes[(logical_id, "Arn")]),
+        attributes=created,
+        visibility_timeout_s=_as_int(props.get("VisibilityTimeout"), 30),
+    )
 
 
 def _stream_table(stream_ref: Any) -> str:
-    """The logical id of the table behind `!GetAtt Table.StreamArn` (or a long-form equivalent)."""
+    """The logical id behind `!GetAtt Table.StreamArn` / `!GetAtt Queue.Arn` (or a long-form equivalent)."""
     if isinstance(stream_ref, dict) and "Fn::GetAtt" in stream_ref:
         target = stream_ref["Fn::GetAtt"]
         parts = target if isinstance(target, list) else str(target).split(".", 1)

@@ -6,9 +6,11 @@ import io
 import json
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
@@ -206,3 +208,90 @@ def test_health_reports_the_store_and_streams(http: httpx.Client) -> None:
     assert health["embedded"] is True
     assert health["dynamodb_endpoint"].startswith("http://127.0.0.1:")
     assert [s["subscription"] for s in health["streams"]] == ["AuditFunction.TableStream"]
+
+
+def _sqs(running: Running) -> Any:
+    return boto3.client(
+        "sqs",
+        endpoint_url=running.api.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def _wait(condition: Callable[[], Any], timeout_s: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail("condition not met in time")
+
+
+def test_queue_urls_resolve_to_the_embedded_queues(running: Running) -> None:
+    """!Ref of an AWS::SQS::Queue in a function's environment is the local queue's URL."""
+    # When the consumer's environment is read / Then it points at the queue the server created
+    assert running.api.template is not None
+    env = running.api.template.functions["ConsumerFunction"].environment
+    assert env["WORK_QUEUE_URL"] == running.api.queue_urls["WorkQueue"]
+
+
+def test_queue_messages_reach_the_sqs_triggered_function(http: httpx.Client, running: Running) -> None:
+    """SQS event source locally: a message sent to the template's queue is delivered to its function."""
+    # When a message is sent through the local helper route
+    sent = http.post("/_local/queues/WorkQueue", content=json.dumps({"kind": "store", "id": "m1"}))
+    # Then the function stored it (first delivery)
+    assert sent.status_code == 202
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=running.api.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    item = _wait(
+        lambda: client.get_item(
+            TableName="chat-history-local", Key={"pk": {"S": "QUEUE#m1"}, "sk": {"S": "1"}}
+        ).get("Item")
+    )
+    assert item["source"]["S"].endswith(":chat-local-WorkQueue")
+
+
+def test_failing_queue_messages_go_to_the_dead_letter_queue(http: httpx.Client, running: Running) -> None:
+    """ReportBatchItemFailures + RedrivePolicy: a message that keeps failing ends in the DLQ."""
+    # When a message that always fails is sent
+    http.post("/_local/queues/WorkQueue", content=json.dumps({"kind": "fail", "id": "bad"}))
+    # Then it arrives in the dead-letter queue after its receives
+    sqs = _sqs(running)
+    dlq = running.api.queue_urls["WorkDeadLetterQueue"]
+    messages = _wait(
+        lambda: sqs.receive_message(QueueUrl=dlq, WaitTimeSeconds=1).get("Messages"), timeout_s=30
+    )
+    assert json.loads(messages[0]["Body"]) == {"kind": "fail", "id": "bad"}
+
+
+def test_filtered_out_queue_messages_are_deleted_without_invoking(
+    http: httpx.Client, running: Running
+) -> None:
+    """SQS FilterCriteria: a message that does not match is deleted, as Lambda does, and never delivered."""
+    # Given the consumer's current count
+    poller = next(p for p in running.api.queue_pollers if p.subscription.name == "ConsumerFunction.Work")
+    before = poller.stats.filtered_out
+    # When a message of another kind is sent
+    http.post("/_local/queues/WorkQueue", content=json.dumps({"kind": "ignore", "id": "x"}))
+    # Then it is filtered out and gone from the queue
+    _wait(lambda: poller.stats.filtered_out > before)
+    attributes = _sqs(running).get_queue_attributes(
+        QueueUrl=running.api.queue_urls["WorkQueue"], AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+
+
+def test_sending_to_an_unknown_queue_is_404(http: httpx.Client) -> None:
+    """The local queue route names the queues it knows."""
+    # When an unknown queue is used / Then
+    response = http.post("/_local/queues/Nope", content="x")
+    assert response.status_code == 404
+    assert "WorkQueue" in response.json()["error"]["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,17 +58,27 @@ def test_routes_follow_the_template_when_it_changes(tmp_path: Path) -> None:
 
 
 def test_function_settings_merge_globals() -> None:
-    """Timeout and environment: Globals, overridden per function (PostMessage has 60 s)."""
+    """Timeout, memory and environment: Globals, overridden per function."""
+    # When the fixture template is read
+    template = load_template(FIXTURE, region="us-east-1", table_name="t1")
+    # Then Echo has its own Timeout, Boom the Globals one, and both get the Globals environment
+    assert template.functions["EchoFunction"].timeout_s == 11
+    assert template.functions["BoomFunction"].timeout_s == 7
+    assert template.functions["BoomFunction"].memory_mb == 256
+    assert template.functions["BoomFunction"].environment["TABLE_NAME"] == "t1"
+    assert template.functions["ConsumerFunction"].environment["STAGE"] == "test-stage"
+    assert "WORK_QUEUE_URL" in template.functions["ConsumerFunction"].environment
+
+
+def test_project_functions_get_the_project_globals() -> None:
+    """The project's template: every function gets TABLE_NAME and the Powertools settings from Globals."""
     # When the project's template is read
     template = load_template(REPO / "template.yaml", region="us-east-1", table_name="t1")
-    # Then Timeout follows Globals unless the function overrides it, and TABLE_NAME is the local table
-    assert template.functions["PostMessageFunction"].timeout_s == 60
-    assert template.functions["ListConversationsFunction"].timeout_s == 29
-    assert template.functions["ListConversationsFunction"].environment["TABLE_NAME"] == "t1"
-    assert (
-        template.functions["ListConversationsFunction"].environment["POWERTOOLS_SERVICE_NAME"]
-        == "chat-history"
-    )
+    # Then
+    for spec in template.functions.values():
+        assert spec.environment["TABLE_NAME"] == "t1"
+        assert spec.environment["POWERTOOLS_SERVICE_NAME"] == "chat-history"
+        assert spec.timeout_s > 0
 
 
 def test_table_is_created_as_the_template_declares() -> None:
@@ -168,3 +179,20 @@ def test_a_template_without_resources_is_a_clear_error(tmp_path: Path) -> None:
         load_yaml(path)
     with pytest.raises(TemplateError, match="cannot read"):
         load_yaml(tmp_path / "missing.yaml")
+
+
+def test_queues_and_sqs_subscriptions_are_read() -> None:
+    """AWS::SQS::Queue resources (with redrive to their DLQ) and Events of Type SQS become local queues."""
+    # When the fixture template is read with the embedded server's endpoint
+    template = load_template(FIXTURE, region="us-east-1", queue_endpoint="http://127.0.0.1:4566")
+    # Then both queues exist, the redrive points at the DLQ's ARN, and the consumer subscribes
+    work = template.queues["WorkQueue"]
+    assert work.url == "http://127.0.0.1:4566/123456789012/chat-local-WorkQueue"
+    assert json.loads(work.attributes["RedrivePolicy"]) == {
+        "deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:chat-local-WorkDeadLetterQueue",
+        "maxReceiveCount": 2,
+    }
+    (sub,) = template.queue_subscriptions
+    assert (sub.name, sub.queue_logical_id, sub.batch_size) == ("ConsumerFunction.Work", "WorkQueue", 5)
+    assert sub.report_batch_item_failures
+    assert sub.filters == ({"body": {"kind": ["store", "fail"]}},)
