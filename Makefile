@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv test lint format typecheck cfn-lint unit bench build run fuzz encodings clean lock
+.PHONY: help venv sam-venv test lint format typecheck cfn-lint unit bench build run fuzz encodings clean lock chat local-reset
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -62,8 +62,14 @@ bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
 build: sam-venv ## sam build (no container) into .aws-sam/
 	PATH="$(dir $(PYTHON_SYS)):$$PATH" $(SAM) build --template template.yaml
 
-run: venv ## the whole API on 127.0.0.1:$(PORT) with an embedded DynamoDB
+run: venv ## the whole API on 127.0.0.1:$(PORT) with an embedded DynamoDB (data kept in .local/)
 	$(VENV)/bin/chat-local-server --port $(PORT)
+
+chat: venv ## the chat CLI against `make run` (pass options with ARGS="--once hello")
+	$(VENV)/bin/chat --api http://127.0.0.1:$(PORT) $(ARGS)
+
+local-reset: ## delete the local server's data (.local/); stop `make run` first
+	rm -rf .local
 
 fuzz: venv ## schemathesis against the local server (bounded)
 	$(PY) -m pytest tests/e2e -m fuzz -p no:cacheprovider

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import logging
 import os
@@ -670,6 +671,30 @@ def parse_args(argv: list[str] | None) -> ServerConfig:
     )
 
 
+def _lock_data_dir(config: ServerConfig) -> Any:
+    """Lock the data dir exclusively: two servers saving one snapshot would lose each other's data."""
+    directory = config.resolved_data_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = (directory / "server.lock").open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        owner = handle.read().strip() or "another process"
+        handle.close()
+        print(
+            f"chat-local-server: {directory} is in use by another chat-local-server ({owner}). "
+            "Stop it, or give this one its own --data-dir.",
+            file=sys.stderr,
+        )
+        return False
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle  # kept open (and locked) until the process exits
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("botocore", "pynamodb", "urllib3"):
@@ -691,6 +716,10 @@ def main(argv: list[str] | None = None) -> int:
             f"Is another server running? Try PORT={config.port + 1} make run",
             file=sys.stderr,
         )
+        return 2
+    lock = _lock_data_dir(config) if config.persist and not config.dynamodb_endpoint else None
+    if lock is False:
+        httpd.server_close()
         return 2
     try:
         api.start()

@@ -174,3 +174,24 @@ def test_stream_functions_receive_the_tables_stream_records(tmp_path: Path) -> N
     record = json.loads(items[0]["record"]["S"])
     assert record["eventSource"] == "aws:dynamodb"
     assert record["eventSourceARN"].startswith("arn:aws:dynamodb:us-east-1:")
+
+
+def test_two_servers_cannot_share_a_data_dir(tmp_path: Path) -> None:
+    """Nothing lost: a second server on the same data dir is refused instead of overwriting the snapshot."""
+    # Given a running server
+    first = ServerProcess(tmp_path).start()
+    try:
+        # When a second one starts on the same data dir (another port)
+        result = subprocess.run(
+            [console_script("chat-local-server"), "--port", "0", "--data-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=child_env(),
+            check=False,
+        )
+    finally:
+        first.stop()
+    # Then it exits 2 and says why
+    assert result.returncode == 2
+    assert "in use by another chat-local-server" in result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +55,9 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         api.stop()
         os.environ.clear()
         os.environ.update(saved)
+        settings = sys.modules.get("chat_core.settings")
+        if settings is not None:
+            settings.reset_settings()  # nothing later may see this module's endpoint and table
 
 
 @pytest.fixture
