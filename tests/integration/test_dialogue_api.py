@@ -529,3 +529,30 @@ def test_dialogue_routes_never_scan(chat_service: None, dynamo_calls: Counter[st
     import_(text, world="slot9")
     assert dynamo_calls["Scan"] == 0
     assert dynamo_calls["Query"] > 0
+
+
+def test_seed004_court_scene_reads_a_referenced_dialogue(chat_service: None) -> None:
+    """Seed 004 requirement 4 over HTTP: `references` pulls another dialogue's lines into the background."""
+    # Given the suspect's earlier statement to a guard, and the court 1v1 so far
+    say(["suspect", "guard"], "suspect", "I was in the freezer all night.", 120_000)
+    say(["judge", "suspect"], "judge", "State your name.", 600_000)
+    # When the judge's prompt references the suspect-guard dialogue
+    answer = prompt(
+        {
+            "participants": ["judge", "suspect"],
+            "ai_participant": "judge",
+            "system_prompt": "You are the judge.",
+            "references": [["guard", "suspect"]],
+        }
+    )
+    # Then the statement is in the background, and the primary history is the court dialogue
+    assert answer.status == 200, answer.body
+    assert "suspect: I was in the freezer all night." in answer.body["messages"][1]["content"]
+    assert answer.body["messages"][-1]["content"].endswith("State your name.")
+    assert answer.body["stats"]["references"]["dialogues"] == ["guard+suspect"]
+    # And another owner's dialogue can never be referenced
+    say(["suspect", "guard"], "suspect", "bob's secret", 1, user="bob")
+    bobs = prompt(
+        {"participants": ["judge", "suspect"], "system_prompt": "x", "references": [["guard", "suspect"]]}
+    )
+    assert "bob's secret" not in json.dumps(bobs.body)

@@ -63,6 +63,7 @@ __all__ = [
     "dialogue_key",
     "export_world",
     "export_world_jsonl",
+    "get_dialogue_entries",
     "get_historical_context",
     "import_world",
     "import_world_jsonl",
@@ -249,6 +250,15 @@ class HistoricalContext:
             "ancillary": [e.to_dict() for e in self.ancillary],
             "ancillary_dialogues": list(self.ancillary_dialogues),
         }
+
+
+def get_dialogue_entries(
+    owner: str, world_id: str, participant_ids: Sequence[str], limit: int = DEFAULT_HISTORY_LIMIT
+) -> list[EntryRecord]:
+    """The newest `limit` entries of exactly this participant set's dialogue, in tick order (1 Query)."""
+    world_id = validate_world_id(world_id)
+    limit = validate_limit(limit)
+    return store.newest_entries(owner, world_id, dialogue_key(normalize_participants(participant_ids)), limit)
 
 
 def get_historical_context(

@@ -122,6 +122,10 @@ class PromptIn(_Strict):
     context_role: Literal["system", "user"] = "system"
     speaker_labels: Literal["auto", "always", "never"] = "auto"
     current: CurrentLineIn | None = None
+    references: Annotated[list[ParticipantList], Field(max_length=5)] | None = Field(
+        default=None,
+        description="Other participant sets whose dialogues join the background (a suspect's statements).",
+    )
 
     def config_mapping(self) -> dict[str, Any]:
         """The body as the mapping `PromptBuildConfig.from_mapping` takes."""

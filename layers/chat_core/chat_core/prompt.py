@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from chat_core.dialogue import HistoricalContext, get_historical_context, validate_limit
+from chat_core.dialogue import HistoricalContext, get_dialogue_entries, get_historical_context, validate_limit
 from chat_core.errors import InvalidInput
 from chat_core.gametime import Calendar, QuadrumCalendar, check_tick, get_calendar
 from chat_core.store.dialogues import (
@@ -50,12 +50,15 @@ _NAME_OK: Final = re.compile(r"[A-Za-z0-9_-]")
 _BACKGROUND_PASSES: Final = 3
 MAX_SYSTEM_PROMPT_CHARS: Final = 20_000
 MAX_CONTEXT_CHARS: Final = 20_000
+MAX_REFERENCES: Final = 5
 
 _LABELS: Final[dict[str, dict[str, str]]] = {
     "en": {
         "background": "[Background]",
         "background_intro": "Earlier conversations of {who} with others present, oldest first "
         "(reference only, not part of this conversation):",
+        "background_intro_refs": "Earlier conversations for reference, oldest first "
+        "(not part of this conversation):",
         "context": "[Context]",
         "scene": "Scene:",
         "other": "Other data:",
@@ -65,6 +68,7 @@ _LABELS: Final[dict[str, dict[str, str]]] = {
     "zh": {
         "background": "[背景参考资料]",
         "background_intro": "{who}与其他人在场时的早前对话，按时间先后排列（仅供参考，不属于当前对话）：",
+        "background_intro_refs": "供参考的早前对话，按时间先后排列（不属于当前对话）：",
         "context": "[场景与其他信息]",
         "scene": "场景：",
         "other": "其他信息：",
@@ -143,6 +147,9 @@ class PromptBuildConfig:
     context_role: Literal["system", "user"] = "system"
     speaker_labels: SpeakerLabels = "auto"
     current: CurrentLine | None = None
+    #: Seed 004 "cross-dialogue access": other participant sets whose dialogues (their newest
+    #: `history_limit` entries) join the background, e.g. a suspect's earlier statements in a court scene.
+    references: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         validate_world_id(self.world_id)
@@ -190,6 +197,13 @@ class PromptBuildConfig:
         other = _text_block(self.other_data, "other_data") or ""
         if len(scene) + len(other) > MAX_CONTEXT_CHARS:
             raise InvalidInput(f"scene and other_data exceed {MAX_CONTEXT_CHARS} characters", field="scene")
+        if isinstance(self.references, str) or not isinstance(self.references, list | tuple):
+            raise InvalidInput("references must be a list of participant lists", field="references")
+        if len(self.references) > MAX_REFERENCES:
+            raise InvalidInput(f"at most {MAX_REFERENCES} references", field="references")
+        object.__setattr__(
+            self, "references", tuple(normalize_participants(r, field="references") for r in self.references)
+        )
         if self.current is not None:
             validate_participant_id(self.current.participant_id, field="current.participant_id")
             if self.current.participant_id not in self.participants:
@@ -265,6 +279,9 @@ class PromptStats:
     context_kept: bool
     ancillary_dialogues: list[str]
     passes: list[dict[str, Any]]
+    references_available: int = 0
+    references_kept: int = 0
+    reference_dialogues: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -286,6 +303,12 @@ class PromptStats:
                 "kept": self.ancillary_kept,
                 "dropped": self.ancillary_available - self.ancillary_kept,
                 "dialogues": list(self.ancillary_dialogues),
+            },
+            "references": {
+                "available": self.references_available,
+                "kept": self.references_kept,
+                "dropped": self.references_available - self.references_kept,
+                "dialogues": list(self.reference_dialogues),
             },
             "context_kept": self.context_kept,
             "passes": self.passes,
@@ -332,19 +355,39 @@ def _policy(config: PromptBuildConfig) -> WindowPolicy:
     )
 
 
+def _reader(owner: str | None) -> str:
+    if owner is None:
+        raise ValueError(
+            "build_structured_prompt needs the history (and references) or the owner to read them"
+        )
+    return owner
+
+
 def build_structured_prompt(
-    config: PromptBuildConfig, *, history: HistoricalContext | None = None, owner: str | None = None
+    config: PromptBuildConfig,
+    *,
+    history: HistoricalContext | None = None,
+    owner: str | None = None,
+    references: Sequence[EntryRecord] | None = None,
 ) -> PromptPayload:
     """Seed 004 BuildStructuredPromptAsync: fetch the history (or take `history`), assemble, fit the budget.
 
     Without `history`, reads `get_historical_context(owner, config.world_id, config.participants,
-    config.history_limit)`. The token budget is `max_prompt_tokens`, and/or the model's context length
-    minus its output reserve when `model` is given; neither means no budget.
+    config.history_limit)`; without `references`, reads the dialogues of `config.references` (one Query
+    each). The token budget is `max_prompt_tokens`, and/or the model's context length minus its output
+    reserve when `model` is given; neither means no budget.
     """
     if history is None:
-        if owner is None:
-            raise ValueError("build_structured_prompt needs the history or the owner to read it for")
-        history = get_historical_context(owner, config.world_id, config.participants, config.history_limit)
+        history = get_historical_context(
+            _reader(owner), config.world_id, config.participants, config.history_limit
+        )
+    if references is None:
+        references = [
+            e
+            for participants in config.references
+            for e in get_dialogue_entries(_reader(owner), config.world_id, participants, config.history_limit)
+        ]
+    background_entries = _background_entries(history.ancillary, references)
     calendar = get_calendar(config.calendar)
     labels = _LABELS[config.resolved_language]
     speakers = _Speakers(config)
@@ -368,7 +411,9 @@ def build_structured_prompt(
     # Pass 2: background lines into what pass 1 left, newest first; the header is the fixed part.
     budget = policy.token_budget
     remaining = None if budget is None else max(0, budget - first.stats.tokens_used)
-    lines = _background_lines(history, config, policy, calendar, speakers, labels)
+    lines = _background_lines(
+        background_entries, bool(references), config, policy, calendar, speakers, labels
+    )
     background: dict[str, Any] | None = None
     second: WindowStats | None = None
     messages = list(first.messages)
@@ -388,6 +433,8 @@ def build_structured_prompt(
         background = None
         messages = list(first.messages)
         tokens_used = count_window_tokens(messages, policy)
+    kept_lines = 0 if background is None or second is None else second.kept_history
+    kept_background = background_entries[len(background_entries) - kept_lines :] if kept_lines else []
     stats = PromptStats(
         token_method=policy.method,
         token_budget=budget,
@@ -396,9 +443,12 @@ def build_structured_prompt(
         primary_available=len(primary_msgs),
         primary_kept=first.stats.kept_history,
         ancillary_available=len(history.ancillary),
-        ancillary_kept=0 if background is None or second is None else second.kept_history,
+        ancillary_kept=sum(1 for e in kept_background if not e.is_reference),
+        references_available=len(references),
+        references_kept=sum(1 for e in kept_background if e.is_reference),
         context_kept=context_kept,
         ancillary_dialogues=list(history.ancillary_dialogues),
+        reference_dialogues=sorted({e.entry.dialogue_id for e in background_entries if e.is_reference}),
         passes=[first.stats.to_dict()] + ([second.to_dict()] if second is not None else []),
     )
     return PromptPayload(messages, stats)
@@ -471,25 +521,45 @@ class _Background:
     lines: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class _BackgroundEntry:
+    entry: EntryRecord
+    is_reference: bool
+
+
+def _background_entries(
+    ancillary: Sequence[EntryRecord], references: Sequence[EntryRecord]
+) -> list[_BackgroundEntry]:
+    """Ancillary and referenced entries in one tick order; an entry in both counts as ancillary."""
+    seen = {(e.dialogue_id, e.seq) for e in ancillary}
+    merged = [_BackgroundEntry(e, False) for e in ancillary]
+    merged += [_BackgroundEntry(e, True) for e in references if (e.dialogue_id, e.seq) not in seen]
+    merged.sort(key=lambda b: b.entry.sort_key())
+    return merged
+
+
 def _background_lines(
-    history: HistoricalContext,
+    entries: Sequence[_BackgroundEntry],
+    has_references: bool,
     config: PromptBuildConfig,
     policy: WindowPolicy,
     calendar: Calendar,
     speakers: _Speakers,
     labels: Mapping[str, str],
 ) -> _Background | None:
-    """The [Background] header and one pseudo-message per ancillary line, each with its token cost."""
-    if not history.ancillary:
+    """The [Background] header and one pseudo-message per background line, each with its token cost."""
+    if not entries:
         return None
     names = [speakers.display(p) for p in config.participants]
     who = (
         names[0] if len(names) == 1 else labels["joiner"].join(names[:-1]) + labels["last_joiner"] + names[-1]
     )
-    header = f"{labels['background']}\n{labels['background_intro'].format(who=who)}"
-    several = len({e.dialogue_id for e in history.ancillary}) > 1
+    intro = labels["background_intro_refs"] if has_references else labels["background_intro"].format(who=who)
+    header = f"{labels['background']}\n{intro}"
+    several = len({b.entry.dialogue_id for b in entries}) > 1
     texts = []
-    for e in history.ancillary:
+    for b in entries:
+        e = b.entry
         group = ""
         if several:
             members = e.dialogue_id.split("+") if not e.dialogue_id.startswith("~") else []
