@@ -298,6 +298,11 @@ class ChatSession:
             return self._end_turn(turn, started, "error", str(exc), exc=exc, prompt_tokens=prompt_tokens)
         except ServerUnreachable as exc:
             return self._end_turn(turn, started, "error", str(exc), exc=exc, prompt_tokens=prompt_tokens)
+        except KeyboardInterrupt:
+            # The server may still finish and store this turn; the log says the client stopped waiting.
+            self.turns_stored += 1
+            self._end_turn(turn, started, "error", "interrupted by the user", prompt_tokens=prompt_tokens)
+            raise
         self.turns_stored += 1
         return self._answered(turn, started, response, prompt_tokens, warning)
 

@@ -184,3 +184,32 @@ def test_repl_model_error_is_shown_and_the_session_continues(spawn: object, mode
     child.expect('you said "and now\\?"')
     child.sendline("/exit")
     child.expect(pexpect.EOF)
+
+
+def test_ctrl_c_during_a_turn_stops_waiting_and_keeps_the_session(
+    spawn: object, model: OpenAIStandin, tmp_path: Path
+) -> None:
+    """Ctrl-C while the model thinks: the REPL stops waiting, logs the turn as interrupted, and goes on."""
+    # Given a slow model and a REPL
+    model.set_mode("slow", slow_seconds=3.0)
+    child = spawn()  # type: ignore[operator]
+    child.expect(SESSION)
+    session_id = child.match.group(1)
+    child.expect("you> ")
+    # When a question is interrupted
+    child.sendline("slow one")
+    child.expect("thinking…")
+    child.sendintr()
+    # Then the REPL says so and is ready again
+    child.expect(r"\(interrupted")
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    lines = [
+        json.loads(line)
+        for line in (tmp_path / f"{session_id}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    turn_end = next(e for e in lines if e["type"] == "turn_end")
+    assert turn_end["meta"]["errorMessage"] == "interrupted by the user"
