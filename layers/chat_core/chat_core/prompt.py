@@ -2,10 +2,11 @@
 
 Layout of the payload, in send order:
   1. system: the system prompt (always kept);
-  2. `[Background]`: the ancillary history (dialogues with the current participants *and* others) as ONE
-     message of readable, timestamped lines "speaker: text" (role `context_role`, default "system": it is
-     reference material, not something the player said; set "user" for chat templates that allow a single
-     leading system message only);
+  2. `[Background]`: the ancillary history (dialogues with the current participants *and* others), plus
+     any referenced dialogues (`references`, seed 004's cross-dialogue access), as ONE message of
+     readable, timestamped lines "speaker: text" (role `context_role`, default "system": it is reference
+     material, not something the player said; set "user" for chat templates that allow a single leading
+     system message only);
   3. `[Context]`: scene and other data (role `context_role`);
   4. the primary history as chat messages: the voiced NPC (`ai_participant`) is "assistant", everyone else
      "user"; each content starts with the readable game time, each message has an OpenAI-valid `name`;

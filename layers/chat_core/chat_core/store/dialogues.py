@@ -14,7 +14,8 @@ Item layout in the single table (owner and world in every key, so no access cros
 The participant count sits in the index sort key, so "dialogues of P with more than k participants" is
 a key-condition range (`BETWEEN DLG#<k+1>#` and `DLG$`) that never reads a smaller dialogue. World ids,
 participant ids and entry ids are validated to exclude `#` (and the few other separators we use); the
-owner is percent-escaped; so no value can forge another key.
+owner is percent-escaped; so no value can forge another key. Reads are strongly consistent: a game
+that stores a line and at once builds the next prompt must see that line.
 """
 
 from __future__ import annotations
@@ -527,6 +528,7 @@ def newest_entries(owner: str, world_id: str, dialogue_id: str, limit: int) -> l
                 scan_index_forward=False,
                 limit=limit,
                 page_size=limit,
+                consistent_read=True,
             )
         )
     except PynamoDBException as exc:
@@ -564,7 +566,9 @@ def dialogues_with_more_participants(
     # '$' sorts right after '#', so this range covers every DLG#<count>#... with count > more_than.
     low = f"DLG#{more_than + 1:02d}#"
     try:
-        for item in ParticipantDialogueItem.query(pk, ParticipantDialogueItem.sk.between(low, "DLG$")):
+        for item in ParticipantDialogueItem.query(
+            pk, ParticipantDialogueItem.sk.between(low, "DLG$"), consistent_read=True
+        ):
             yield item.dialogue_id, tuple(item.participants)
     except PynamoDBException as exc:
         raise _unavailable(exc, "reading the participant index") from exc
@@ -597,7 +601,9 @@ def world_dialogue_ids(owner: str, world_id: str) -> Iterator[str]:
     bind()
     try:
         for item in WorldDialogueItem.query(
-            WorldDialogueItem.pk_for(owner, world_id), WorldDialogueItem.sk.startswith("DLG#")
+            WorldDialogueItem.pk_for(owner, world_id),
+            WorldDialogueItem.sk.startswith("DLG#"),
+            consistent_read=True,
         ):
             yield item.dialogue_id
     except PynamoDBException as exc:
@@ -613,6 +619,7 @@ def world_is_empty(owner: str, world_id: str) -> bool:
                 WorldDialogueItem.pk_for(owner, world_id),
                 WorldDialogueItem.sk.startswith("DLG#"),
                 limit=1,
+                consistent_read=True,
             )
         )
     except PynamoDBException as exc:
