@@ -195,3 +195,59 @@ def test_two_servers_cannot_share_a_data_dir(tmp_path: Path) -> None:
     # Then it exits 2 and says why
     assert result.returncode == 2
     assert "in use by another chat-local-server" in result.stderr
+
+
+def test_external_dynamodb_endpoint_gets_the_table_and_keeps_the_data(tmp_path: Path) -> None:
+    """Issue 4: DYNAMODB_ENDPOINT (DynamoDB Local, a real table) is used instead of the embedded store,
+    the table is created there when missing, and no local snapshot is written.
+
+    A standalone moto server plays the external endpoint here (DynamoDB Local needs Java)."""
+    # Given an external DynamoDB-compatible endpoint
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    external = subprocess.Popen(
+        [console_script("moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=child_env(),
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.list_tables()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        env = {"DYNAMODB_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        # When the local server runs against it, stores a conversation, and restarts
+        first = ServerProcess(tmp_path, env=env).start()
+        with first.client("gil") as api:
+            conversation_id = api.post("/messages", json={"content": "external"}).json()["conversation_id"]
+        first.stop()
+        second = ServerProcess(tmp_path, env=env).start()
+        with second.client("gil") as api:
+            detail = api.get(f"/conversations/{conversation_id}")
+        second.stop()
+        tables = client.list_tables()["TableNames"]
+    finally:
+        external.terminate()
+        external.wait(timeout=10)
+    # Then the table was created there, the data lives there, and nothing was snapshotted locally
+    assert "external endpoint" in first.output
+    assert "created now" in first.output
+    assert "(existing)" in second.output
+    assert tables == ["chat-history-local"]
+    assert detail.status_code == 200
+    assert not (tmp_path / "dynamodb.json").exists()
