@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import logging
@@ -609,9 +610,14 @@ def banner(api: LocalApi, url: str) -> str:
         lines.append(f"  WARNING    {error}")
     for warning in api.warnings:
         lines.append(f"  note       {warning}")
+    chat = Path(sys.executable).parent / "chat"
+    with contextlib.suppress(ValueError):
+        chat = chat.relative_to(Path.cwd())
+    api_option = "" if url == "http://127.0.0.1:3000" else f" --api {url}"
     lines += [
-        f'  Try        chat --api {url} "hello"     (in a second terminal)',
-        "  Stop       Ctrl-C",
+        f'  Try        {chat}{api_option} "hello"     (in a second terminal; --help for options)',
+        f"             curl -s -H 'X-User-Id: me' {url}/conversations",
+        "  Stop       Ctrl-C (data is saved first)",
         "",
     ]
     return "\n".join(lines)
