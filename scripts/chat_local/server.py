@@ -572,6 +572,11 @@ def banner(api: LocalApi, url: str) -> str:
         f"  Docs       {url}/docs   (OpenAPI document: {url}/openapi.json)",
         "  Identity   X-User-Id header = the caller (dev mode only; no header -> 401)",
     ]
+    if cfg.host not in ("127.0.0.1", "localhost", "::1"):
+        lines.append(
+            f"  WARNING    listening on {cfg.host}: anyone who can reach this port can act as any user "
+            "(X-User-Id is not authentication)"
+        )
     if api.embedded is not None:
         store = f"embedded moto at {api.endpoint}, table {api.table_name}"
         lines.append(f"  DynamoDB   {store}")
