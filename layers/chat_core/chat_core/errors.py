@@ -132,3 +132,16 @@ class ConversationBusy(Conflict):
     """Too many concurrent posts to one conversation kept winning the next sequence number; retry."""
 
     code = "conversation_busy"
+
+
+class SummaryFailed(ChatError):
+    """The model could not summarize a conversation (seed 001); the stored summary is left as it was."""
+
+    code = "summary_failed"
+    status = 502
+
+
+class ConversationNotExpired(Conflict):
+    """A purge was asked for a conversation that is live or still within its retention period."""
+
+    code = "conversation_not_expired"

@@ -57,6 +57,13 @@ class Settings:
     cursor_secret: str = ""
     idempotency_ttl_seconds: int = 3600
     post_attempts: int = 8
+    # summaries (seed 001) and retention purge (issue 5)
+    summary_enabled: bool = True
+    summary_margin_messages: int = 4
+    summary_input_max_tokens: int = 6000
+    summary_max_tokens: int = 400
+    summary_max_steps: int = 4
+    summary_model: str | None = None
     service_name: str = "chat-history"
     metrics_namespace: str = "ChatHistory"
     extra: dict[str, str] = field(default_factory=dict)
@@ -89,6 +96,12 @@ def get_settings() -> Settings:
         cursor_secret=_str("CURSOR_SECRET"),
         idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),
         post_attempts=_int("POST_ATTEMPTS", 8),
+        summary_enabled=_str("SUMMARY_ENABLED", "true").lower() not in ("0", "false", "no", "off"),
+        summary_margin_messages=max(1, _int("SUMMARY_MARGIN_MESSAGES", 4)),
+        summary_input_max_tokens=max(500, _int("SUMMARY_INPUT_MAX_TOKENS", 6000)),
+        summary_max_tokens=max(32, _int("SUMMARY_MAX_TOKENS", 400)),
+        summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
+        summary_model=_str("SUMMARY_MODEL") or None,
         service_name=_str("POWERTOOLS_SERVICE_NAME", "chat-history"),
         metrics_namespace=_str("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory"),
     )
