@@ -64,6 +64,8 @@ class Settings:
     summary_max_tokens: int = 400
     summary_max_steps: int = 4
     summary_model: str | None = None
+    # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
+    max_turn_steps: int = 100
     service_name: str = "chat-history"
     metrics_namespace: str = "ChatHistory"
     extra: dict[str, str] = field(default_factory=dict)
@@ -102,6 +104,7 @@ def get_settings() -> Settings:
         summary_max_tokens=max(32, _int("SUMMARY_MAX_TOKENS", 400)),
         summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
         summary_model=_str("SUMMARY_MODEL") or None,
+        max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
         service_name=_str("POWERTOOLS_SERVICE_NAME", "chat-history"),
         metrics_namespace=_str("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory"),
     )
