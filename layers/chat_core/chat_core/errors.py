@@ -145,3 +145,37 @@ class ConversationNotExpired(Conflict):
     """A purge was asked for a conversation that is live or still within its retention period."""
 
     code = "conversation_not_expired"
+
+
+class OrphanToolResult(InvalidInput):
+    """A `tool` message whose tool_call_id answers no pending tool call (or answers one twice)."""
+
+    code = "orphan_tool_result"
+    status = 422
+
+
+class ToolResultsMissing(InvalidInput):
+    """Tool calls left without their results where the OpenAI format needs them answered."""
+
+    code = "tool_results_missing"
+    status = 422
+
+
+class ToolResultsPending(Conflict):
+    """The model's last answer asked for tool calls: the next post must carry their results."""
+
+    code = "tool_results_pending"
+
+
+class ToolPayloadTooLarge(InvalidInput):
+    """Tool-call arguments, a tool result or the recorded messages of one post are over their size cap."""
+
+    code = "tool_payload_too_large"
+    status = 422
+
+
+class PinRefused(InvalidInput):
+    """A message that cannot be pinned: a tool call or result, a failed reply, or over the pin caps."""
+
+    code = "pin_refused"
+    status = 422
