@@ -30,6 +30,7 @@ from chat_core.store.keys import (
     message_sk,
     owner_pk,
 )
+from chat_core.store.summaries import Summary
 
 # DynamoDB error codes that mean "try again later", not "your request is wrong".
 _TRANSIENT = frozenset(
@@ -130,10 +131,12 @@ class Message(TableItem, discriminator="message"):
 
 @dataclass(frozen=True)
 class Recent:
-    """What the post path's single Query returns: the conversation and its newest messages, oldest first."""
+    """What the post path's single Query returns: the conversation, its newest messages (oldest first)
+    and its summary of earlier messages, if it has one (seed 001)."""
 
     conversation: Conversation | None
     messages: list[Message]
+    summary: Summary | None = None
 
 
 @dataclass(frozen=True)
@@ -201,18 +204,24 @@ def _query(hash_key: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
-    """API-4: one descending, strongly consistent Query: the conversation item then the newest `messages`."""
+    """API-4: one descending, strongly consistent Query: the summary (`~SUMMARY` sorts first), the
+    conversation item, then the newest `messages`. The Limit counts both items; without a summary the
+    one extra message read is dropped, so callers always get at most `messages`."""
     pk, _ = Conversation.key(owner, conversation_id)
-    raw = _query(pk, scan_index_forward=False, limit=messages + 1, consistent_read=True)
+    raw = _query(pk, scan_index_forward=False, limit=messages + 2, consistent_read=True)
     conversation: Conversation | None = None
+    summary: Summary | None = None
     found: list[Message] = []
     for item in _items(raw):
         if isinstance(item, Conversation):
             conversation = item
+        elif isinstance(item, Summary):
+            summary = item
         elif isinstance(item, Message):
             found.append(item)
+    del found[messages:]
     found.reverse()
-    return Recent(conversation=conversation, messages=found)
+    return Recent(conversation=conversation, messages=found, summary=summary)
 
 
 def get_conversation(owner: str, conversation_id: str) -> Conversation | None:

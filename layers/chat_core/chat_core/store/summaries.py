@@ -1,0 +1,171 @@
+"""The conversation summary item (`sk = ~SUMMARY`, seed 001) and the reads and writes of summarizing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.expressions.condition import Condition
+from pynamodb.transactions import TransactWrite
+
+from chat_core.errors import StoreUnavailable
+from chat_core.settings import Settings, get_settings
+from chat_core.store import base
+from chat_core.store.base import TableItem
+from chat_core.store.keys import META_SK, conversation_pk, message_sk
+
+#: "~SUMMARY" sorts after "~META" ('S' > 'M'): the post's one descending Query meets the summary first,
+#: then the conversation item, then the newest messages (SPEC §9, API-4 stays one Query).
+SUMMARY_SK = "~SUMMARY"
+
+# Same transient codes as the conversation store: "try again later", not "your request is wrong".
+_TRANSIENT = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflict",
+        "TransactionInProgressException",
+    }
+)
+
+
+class Summary(TableItem, discriminator="summary"):
+    """The running summary of a conversation's earliest messages, `from_seq..to_seq` inclusive.
+
+    `text` is what the model wrote (capped); `tokens` is the exact chat-format count of the system-side
+    message the window sends (TOK-5: counted once, here). `rounds` counts incremental updates.
+    """
+
+    conversation_id = UnicodeAttribute()
+    from_seq = NumberAttribute()
+    to_seq = NumberAttribute()
+    text = UnicodeAttribute()
+    tokens = NumberAttribute(default=0)
+    model = UnicodeAttribute()
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    rounds = NumberAttribute(default=1)
+    messages_covered = NumberAttribute(default=0)
+    input_tokens = NumberAttribute(default=0)
+    output_tokens = NumberAttribute(default=0)
+
+    @classmethod
+    def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
+        """(pk, sk) of a conversation's summary item."""
+        return conversation_pk(owner, conversation_id), SUMMARY_SK
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, **attributes: Any) -> Summary:
+        pk, sk = cls.key(owner, conversation_id)
+        return cls(pk, sk, conversation_id=conversation_id, **attributes)
+
+
+class SummarySuperseded(Exception):
+    """The stored summary moved on (another run wrote first), or the conversation is gone or deleted."""
+
+
+_bound_models: Settings | None = None
+
+
+def _bind(settings: Settings | None = None) -> Settings:
+    global _bound_models
+    settings = base.bind(settings or get_settings())
+    if _bound_models != settings:
+        Summary._connection = None
+        _bound_models = settings
+    return settings
+
+
+def _store_error(exc: Exception) -> Exception:
+    code = ""
+    if isinstance(exc, PynamoDBException):
+        code = exc.cause_response_code or ""
+    elif isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+    if code in _TRANSIENT or isinstance(exc, BotoCoreError):
+        return StoreUnavailable("the database is busy; retry", cause=code or type(exc).__name__)
+    return exc
+
+
+def iter_messages(
+    owner: str, conversation_id: str, first_seq: int, last_seq: int, *, page_size: int = 50
+) -> Iterator[TableItem]:
+    """Message items with `first_seq <= seq <= last_seq`, oldest first, read lazily page by page.
+
+    The caller stops iterating once its input budget is spent, so a long unsummarized span costs only
+    the pages actually used.
+    """
+    if last_seq < first_seq:
+        return
+    _bind()
+    pk = conversation_pk(owner, conversation_id)
+    start: dict[str, Any] | None = None
+    while True:
+        try:
+            raw: dict[str, Any] = TableItem._get_connection().query(
+                pk,
+                range_key_condition=TableItem.sk.between(message_sk(first_seq), message_sk(last_seq)),
+                scan_index_forward=True,
+                consistent_read=True,
+                limit=page_size,
+                exclusive_start_key=start,
+            )
+        except (PynamoDBException, ClientError, BotoCoreError) as exc:
+            raise _store_error(exc) from exc
+        for item in raw.get("Items", []):
+            yield TableItem.from_raw_data(item)
+        start = raw.get("LastEvaluatedKey")
+        if not start:
+            return
+
+
+def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
+    """One TransactWrite: the conversation is live (ConditionCheck) and the summary still covers exactly
+    `previous_to_seq` (None = no summary yet) when the new one replaces it.
+
+    Raises SummarySuperseded when either condition fails: a replayed stream record or a concurrent run
+    already moved the summary on (it never regresses to an older range), or the conversation was deleted
+    or purged meanwhile (no summary is left behind in a purged partition).
+    """
+    settings = _bind()
+    condition: Condition = (
+        TableItem.pk.does_not_exist() if previous_to_seq is None else Summary.to_seq == previous_to_seq
+    )
+    # Imported here: the conversation store imports this module to know the summary item type.
+    from chat_core.store.conversations import Conversation
+
+    try:
+        with TransactWrite(connection=base.connection(settings)) as tx:
+            tx.condition_check(
+                Conversation,
+                summary.pk,
+                META_SK,
+                condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
+            )
+            tx.save(summary, condition=condition)
+    except TransactWriteError as exc:
+        if exc.cause_response_code == "TransactionCanceledException":
+            reasons = [r.code if r is not None else None for r in exc.cancellation_reasons]
+            if "ConditionalCheckFailed" in reasons:
+                raise SummarySuperseded(str(reasons)) from exc
+        raise _store_error(exc) from exc
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+
+
+def get_summary(owner: str, conversation_id: str) -> Summary | None:
+    """GetItem of a conversation's summary (None when it has none)."""
+    _bind()
+    pk, sk = Summary.key(owner, conversation_id)
+    try:
+        return Summary.get(pk, sk, consistent_read=True)
+    except Summary.DoesNotExist:
+        return None
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
