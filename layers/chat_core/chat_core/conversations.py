@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core import tokens
+from chat_core import summaries, tokens
 from chat_core.cursors import decode_cursor, encode_cursor
 from chat_core.errors import (
     ConversationBusy,
@@ -49,6 +49,7 @@ from chat_core.store.keys import (
     new_id,
     owner_pk,
 )
+from chat_core.store.summaries import Summary
 from chat_core.window import SEED_003_POLICY, WindowPolicy, WindowResult, select_window
 
 TITLE_FROM_MESSAGE_CHARS = 80
@@ -324,10 +325,14 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
         turn = _start_conversation(owner, request, settings)
     else:
         turn = _append_to_conversation(owner, request, settings)
-    window, usable = _window(turn.conversation, turn.history, request.content, turn.user, turn.model)
+    window, usable = _window(
+        turn.conversation, turn.history, request.content, turn.user, turn.model, summary=turn.summary
+    )
     completion, failure = _ask_model(window, turn.model, context)
     kept = window.stats.kept_history
     history_tokens = sum(int(m["tokens"]) for m in usable[len(usable) - kept :]) if kept else 0
+    if turn.summary is not None and summaries.summary_included(window):
+        history_tokens += int(turn.summary.tokens)
     assistant, reported, local = _reply_message(owner, turn, history_tokens, completion, failure)
     store.record_reply(turn.conversation, assistant, assistant.created_at, reported=reported, local=local)
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
@@ -356,6 +361,7 @@ class _Turn:
     user: Message
     history: list[Message]
     model: str
+    summary: Summary | None = None  # seed 001: what the window carries for the messages before history
 
 
 def _user_message(owner: str, conversation_id: str, seq: int, content: str, model: str) -> Message:
@@ -425,7 +431,7 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
             time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))  # noqa: S311 - jitter, not crypto
             continue
-        return _Turn(conversation, user, recent.messages, model)
+        return _Turn(conversation, user, recent.messages, model, recent.summary)
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
 
 
@@ -446,8 +452,14 @@ def _window(
     user: Message | None,
     model: str,
     policy_override: Mapping[str, Any] | None = None,
+    *,
+    summary: Summary | None = None,
 ) -> tuple[WindowResult, list[dict[str, Any]]]:
-    """The window sent with `content`, and the history it chose from (failed replies are left out)."""
+    """The window sent with `content`, and the history it chose from (failed replies are left out).
+
+    With a summary (seed 001) the window carries it after the system prompt and chooses only from the
+    messages newer than the range it covers.
+    """
     policy = window_policy(policy_override or conversation.window_policy, model)
     system = None
     if conversation.system_prompt:
@@ -460,8 +472,10 @@ def _window(
     current["tokens"] = int(user.tokens) if user is not None else _count(current, model)
     if user is not None:
         current["message_id"] = user.message_id
-    usable = [_window_message(m) for m in history if m.status == "ok"]
-    return select_window(history=usable, policy=policy, system=system, current=current), usable
+    usable = [_window_message(m) for m in summaries.after_summary(history, summary) if m.status == "ok"]
+    carried = summaries.summary_message(summary) if summary is not None else None
+    window = select_window(history=usable, policy=policy, system=system, current=current, summary=carried)
+    return window, usable
 
 
 def _ask_model(
@@ -606,8 +620,11 @@ def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> di
     conversation = recent.conversation
     assert conversation is not None
     model = request.model or conversation.model
-    window, _ = _window(conversation, recent.messages, request.content, None, model, override)
+    window, _ = _window(
+        conversation, recent.messages, request.content, None, model, override, summary=recent.summary
+    )
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
+    stats["summary"] = summaries.summary_stats(recent.summary, window)
     return {"messages": window.messages, "stats": stats}
