@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -62,11 +63,19 @@ class Router:
                 continue
             names = path_parameter_names(route.path)
             values = found.groups()
-            return RouteMatch(route, {n: unquote(v) for n, v in zip(names, values, strict=True)})
+            return RouteMatch(route, dict(zip(names, values, strict=True)))
         default = next((r for r in self.routes if r.path == "/$default"), None)
         if default is not None and not allowed:
             return RouteMatch(default, {})
         return NoRoute(tuple(sorted(set(allowed))))
+
+
+def decoded_path(raw_path: str) -> str:
+    """The path as API Gateway HTTP APIs hand it over: percent-decoded (rawPath, http.path, parameters).
+
+    An encoded slash stays `%2F`, so it can never split a path parameter into two segments.
+    """
+    return "%2F".join(unquote(part) for part in re.split("%2[Ff]", raw_path))
 
 
 def is_text(content_type: str | None, body: bytes) -> bool:
@@ -116,6 +125,7 @@ def build_event(
     query: dict[str, str] = {}
     for key, value in parse_qsl(request.raw_query, keep_blank_values=True):
         query[key] = f"{query[key]},{value}" if key in query else value
+    path = decoded_path(request.raw_path)
     now = datetime.fromtimestamp(request.received_at, UTC)
     request_id = headers.get("x-request-id") or str(uuid.uuid4())
     request_context: dict[str, Any] = {
@@ -125,7 +135,7 @@ def build_event(
         "domainPrefix": (headers.get("host", "127.0.0.1").split(".")[0]),
         "http": {
             "method": request.method,
-            "path": request.raw_path,
+            "path": path,
             "protocol": request.protocol,
             "sourceIp": request.source_ip,
             "userAgent": headers.get("user-agent", ""),
@@ -145,7 +155,7 @@ def build_event(
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": match.route.route_key,
-        "rawPath": request.raw_path,
+        "rawPath": path,
         "rawQueryString": request.raw_query,
         "headers": headers,
         "requestContext": request_context,

@@ -67,6 +67,7 @@ class EmbeddedDynamoDB:
         self._thread: threading.Thread | None = None
         self._writes = 0
         self._lock = threading.Lock()
+        self._serial = threading.Lock()
 
     @property
     def endpoint(self) -> str:
@@ -81,10 +82,16 @@ class EmbeddedDynamoDB:
     def _wrap(self, app: Callable[..., Any]) -> Callable[..., Any]:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             target = environ.get("HTTP_X_AMZ_TARGET", "")
-            if target.startswith("DynamoDB_") and target.rpartition(".")[2] not in _READ_OPERATIONS:
+            if not target.startswith("DynamoDB_"):
+                return app(environ, start_response)
+            if target.rpartition(".")[2] not in _READ_OPERATIONS:
                 with self._lock:
                     self._writes += 1
-            return app(environ, start_response)
+            # DynamoDB applies each request atomically; moto does not (a TransactWriteItems checks its
+            # conditions, then writes, while other threads mutate the same dicts). One request at a
+            # time keeps concurrent posters from both passing a condition or crashing moto mid-copy.
+            with self._serial:
+                return app(environ, start_response)
 
         return middleware
 

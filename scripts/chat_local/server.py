@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from chat_local.apigw import (
     MAX_BODY_BYTES,
@@ -28,6 +28,7 @@ from chat_local.apigw import (
     NoRoute,
     Router,
     build_event,
+    decoded_path,
     error_response,
     json_response,
     proxy_response,
@@ -328,7 +329,7 @@ class LocalApi:
             return self._direct_invoke(request), "invoke"
         if request.method == "POST" and path.startswith(_QUEUE_PREFIX):
             return self._send_to_queue(request), "sqs"
-        match = self.router.match(request.method, path)
+        match = self.router.match(request.method, decoded_path(path))
         if isinstance(match, NoRoute):
             if match.allowed:
                 return error_response(
@@ -490,7 +491,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         started = time.perf_counter()
-        split = urlsplit(self.path)
+        # Not urlsplit: a path such as "//x" would be taken for a host name.
+        target, _, query = self.path.partition("?")
+        query = query.partition("#")[0]
         body = self._read_body()
         served_by = "-"
         if body is None:
@@ -501,8 +504,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             request = HttpRequest(
                 method=self.command,
-                raw_path=split.path or "/",
-                raw_query=split.query,
+                raw_path=target.partition("#")[0] or "/",
+                raw_query=query,
                 headers=list(self.headers.items()),
                 body=body,
                 source_ip=self.client_address[0],

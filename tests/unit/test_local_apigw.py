@@ -6,7 +6,15 @@ import base64
 import json
 from pathlib import Path
 
-from chat_local.apigw import HttpRequest, NoRoute, RouteMatch, Router, build_event, proxy_response
+from chat_local.apigw import (
+    HttpRequest,
+    NoRoute,
+    RouteMatch,
+    Router,
+    build_event,
+    decoded_path,
+    proxy_response,
+)
 from chat_local.template import load_template
 
 FIXTURE = Path(__file__).resolve().parents[1] / "e2e" / "fixtures" / "local_app" / "template.yaml"
@@ -14,7 +22,7 @@ ROUTER = Router(load_template(FIXTURE, region="us-east-1").routes)
 
 
 def _match(method: str, path: str) -> RouteMatch:
-    found = ROUTER.match(method, path)
+    found = ROUTER.match(method, decoded_path(path))
     assert isinstance(found, RouteMatch)
     return found
 
@@ -41,12 +49,12 @@ def test_event_has_the_payload_2_0_shape() -> None:
     # Then it has API Gateway's fields
     assert event["version"] == "2.0"
     assert event["routeKey"] == "GET /echo/{name}"
-    assert event["rawPath"] == "/echo/caf%C3%A9"
+    assert event["rawPath"] == "/echo/café"  # HTTP APIs hand the path over decoded
     assert event["rawQueryString"] == "a=1&a=2&b=x%20y&empty="
     ctx = event["requestContext"]
     assert ctx["http"] == {
         "method": "GET",
-        "path": "/echo/caf%C3%A9",
+        "path": "/echo/café",
         "protocol": "HTTP/1.1",
         "sourceIp": "127.0.0.1",
         "userAgent": "ua",
@@ -68,6 +76,16 @@ def test_headers_query_and_path_parameters_are_normalised_like_api_gateway() -> 
     assert event["headers"]["host"] == "127.0.0.1:3000"
     assert event["queryStringParameters"] == {"a": "1,2", "b": "x y", "empty": ""}
     assert event["pathParameters"] == {"name": "café"}
+
+
+def test_an_encoded_slash_never_splits_a_path_parameter() -> None:
+    """%2F stays encoded while the rest of the path is decoded, so /echo/a%2Fb is one parameter."""
+    # When a parameter holds an encoded slash and a space
+    request = _request(raw_path="/echo/a%2Fb%20c")
+    event = build_event(request, _match("GET", request.raw_path), region="us-east-1")
+    # Then it is one parameter, decoded except for the slash
+    assert event["pathParameters"] == {"name": "a%2Fb c"}
+    assert event["rawPath"] == "/echo/a%2Fb c"
 
 
 def test_x_user_id_becomes_the_jwt_sub_claim() -> None:
