@@ -539,6 +539,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _LocalHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 resets connections when a burst of clients (a load test,
+    # a browser opening the docs) connects while the accept loop waits for the GIL.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], api: LocalApi) -> None:
         super().__init__(address, _Handler)
