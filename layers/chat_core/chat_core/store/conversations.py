@@ -16,12 +16,14 @@ from pynamodb.attributes import (
     UnicodeAttribute,
 )
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.settings import Settings, get_settings
 from chat_core.store import base
 from chat_core.store.base import TableItem
+from chat_core.store.events import EVENT_SK_PREFIX, EventItem, turn_prefix
 from chat_core.store.keys import (
     MESSAGE_SK_PREFIX,
     META_SK,
@@ -31,6 +33,7 @@ from chat_core.store.keys import (
     owner_pk,
 )
 from chat_core.store.summaries import Summary
+from chat_core.turnlog import LogEvent
 
 # DynamoDB error codes that mean "try again later", not "your request is wrong".
 _TRANSIENT = frozenset(
@@ -79,6 +82,14 @@ class Conversation(TableItem, discriminator="conversation"):
     local_prompt_tokens = NumberAttribute(default=0)
     local_completion_tokens = NumberAttribute(default=0)
     deleted_at = UnicodeAttribute(null=True)
+    #: Turn log (seed 002): turns started so far, and the state of a turn waiting for tool results.
+    turn_count = NumberAttribute(default=0)
+    open_turn = JSONAttribute(null=True)
+    #: Pinned messages (WIN-3), copied here so the post's one Query hands them to the window:
+    #: [{"seq", "message_id", "role", "content", "tokens", "name"?}], oldest first; `pinned_rev`
+    #: guards concurrent pin changes.
+    pinned = JSONAttribute(null=True)
+    pinned_rev = NumberAttribute(default=0)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
@@ -100,7 +111,8 @@ class Conversation(TableItem, discriminator="conversation"):
 
 
 class Message(TableItem, discriminator="message"):
-    """One message (`sk = MSG#<seq>`), appended once, never rewritten; `tokens` counted at write (TOK-5)."""
+    """One message (`sk = MSG#<seq>`), appended once, never rewritten (only its `pinned` flag changes);
+    `tokens` counted at write (TOK-5)."""
 
     conversation_id = UnicodeAttribute()
     message_id = UnicodeAttribute()
@@ -117,6 +129,11 @@ class Message(TableItem, discriminator="message"):
     error = JSONAttribute(null=True)
     latency_ms = NumberAttribute(null=True)
     finish_reason = UnicodeAttribute(null=True)
+    #: OpenAI tool messages: an assistant message's calls, a tool result's call id and tool name.
+    tool_calls = JSONAttribute(null=True)
+    tool_call_id = UnicodeAttribute(null=True)
+    name = UnicodeAttribute(null=True)
+    pinned = BooleanAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
@@ -172,7 +189,7 @@ def _bind(settings: Settings | None = None) -> Settings:
     global _bound_models
     settings = base.bind(settings or get_settings())
     if _bound_models != settings:
-        for model in (TableItem, Conversation, Message):
+        for model in (TableItem, Conversation, Message, EventItem):
             model._connection = None
         _bound_models = settings
     return settings
@@ -208,7 +225,14 @@ def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
     conversation item, then the newest `messages`. The Limit counts both items; without a summary the
     one extra message read is dropped, so callers always get at most `messages`."""
     pk, _ = Conversation.key(owner, conversation_id)
-    raw = _query(pk, scan_index_forward=False, limit=messages + 2, consistent_read=True)
+    # The key condition stops the Query at the messages: turn-log events ("EVT#") sort below them.
+    raw = _query(
+        pk,
+        range_key_condition=TableItem.sk >= MESSAGE_SK_PREFIX,
+        scan_index_forward=False,
+        limit=messages + 2,
+        consistent_read=True,
+    )
     conversation: Conversation | None = None
     summary: Summary | None = None
     found: list[Message] = []
@@ -265,6 +289,54 @@ def read_turn(owner: str, conversation_id: str, seq: int) -> tuple[Message | Non
     return found.get(seq), found.get(seq + 1)
 
 
+def read_messages(owner: str, conversation_id: str, first_seq: int, last_seq: int) -> list[Message]:
+    """Messages with `first_seq <= seq <= last_seq`, oldest first: one Query (a replay re-reads a post's)."""
+    pk, _ = Conversation.key(owner, conversation_id)
+    raw = _query(
+        pk,
+        range_key_condition=TableItem.sk.between(message_sk(first_seq), message_sk(last_seq)),
+        consistent_read=True,
+    )
+    return [m for m in _items(raw) if isinstance(m, Message)]
+
+
+def get_message(owner: str, conversation_id: str, seq: int) -> Message | None:
+    """GetItem of the message at `seq` (None when there is none)."""
+    _bind()
+    pk, sk = Message.key(owner, conversation_id, seq)
+    try:
+        return Message.get(pk, sk, consistent_read=True)
+    except Message.DoesNotExist:
+        return None
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _store_error(exc) from exc
+
+
+def page_events(
+    owner: str,
+    conversation_id: str,
+    limit: int,
+    start_key: Mapping[str, str] | None,
+    *,
+    turn: int | None = None,
+) -> Page:
+    """Turn-log events in log order (session_start, turns, session_end), or one turn's: one Query."""
+    pk, _ = Conversation.key(owner, conversation_id)
+    prefix = turn_prefix(turn) if turn is not None else EVENT_SK_PREFIX
+    raw = _query(
+        pk,
+        range_key_condition=TableItem.sk.startswith(prefix),
+        scan_index_forward=True,
+        limit=limit + 1,
+        exclusive_start_key=_start_key(start_key),
+        consistent_read=True,
+    )
+    found = [item for item in _items(raw) if isinstance(item, EventItem)]
+    page, more = found[:limit], len(found) > limit
+    last_key = {"pk": page[-1].pk, "sk": page[-1].sk} if more and page else None
+    return Page(items=page, last_key=last_key)
+
+
 def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
     """Live conversations by `updated_at`, newest first, from the sparse listing index."""
     raw = _query(
@@ -288,7 +360,11 @@ def _start_key(key: Mapping[str, str] | None) -> dict[str, dict[str, str]] | Non
     return {name: {"S": value} for name, value in key.items()} if key else None
 
 
-def _transact(items: Sequence[tuple[str, Any, Any, list[Any] | None]]) -> None:
+_Item = tuple[str, Any, Any, list[Any] | None]
+_NEW = TableItem.pk.does_not_exist()
+
+
+def _transact(items: Sequence[_Item]) -> None:
     """Run one TransactWrite of ("put"|"update", model, condition, actions) entries."""
     settings = _bind()
     try:
@@ -308,56 +384,128 @@ def _transact(items: Sequence[tuple[str, Any, Any, list[Any] | None]]) -> None:
         raise _store_error(exc) from exc
 
 
-def create_with_first_message(conversation: Conversation, message: Message) -> None:
-    """TransactWrite #1 of a post without an id: the new conversation and its first user message together."""
+class _Keep:
+    """Leave an attribute as it is (the default of `open_turn` arguments)."""
+
+
+KEEP = _Keep()
+OpenTurn = Mapping[str, Any] | None | _Keep
+_TX_ITEMS = 100  # DynamoDB's limit of items per TransactWriteItems
+
+
+def _event_puts(conversation: Conversation, events: Sequence[LogEvent]) -> list[_Item]:
+    return [
+        ("put", EventItem.new(conversation.owner, conversation.conversation_id, e), _NEW, None)
+        for e in events
+    ]
+
+
+def _open_turn_actions(open_turn: OpenTurn) -> list[Any]:
+    if isinstance(open_turn, _Keep):
+        return []
+    if open_turn is None:
+        return [Conversation.open_turn.remove()]
+    return [Conversation.open_turn.set(dict(open_turn))]
+
+
+def _write(core: list[_Item], events: list[_Item]) -> None:
+    """One TransactWrite of `core` (messages, the conversation update) and the turn's events.
+
+    Only an answer with dozens of tool calls makes more events than one transaction takes; those that
+    do not fit follow in further transactions (the messages and counters are already consistent).
+    """
+    room = _TX_ITEMS - len(core)
+    _transact(core + events[:room])
+    rest = events[room:]
+    for start in range(0, len(rest), _TX_ITEMS):
+        try:
+            _transact(rest[start : start + _TX_ITEMS])
+        except _Cancelled:
+            continue  # only a retry of the same reply gets here: those events are stored already
+
+
+def create_with_first_message(
+    conversation: Conversation,
+    message: Message,
+    *,
+    recorded: Sequence[Message] = (),
+    events: Sequence[LogEvent] = (),
+) -> None:
+    """TransactWrite #1 of a post without an id: the new conversation, the messages the client recorded,
+    its first user message and the turn-log events (session_start, turn_start, ...) together."""
+    messages = [*recorded, message]
     conversation.next_seq = message.seq + 2
-    conversation.message_count = 1
+    conversation.message_count = len(messages)
     try:
-        _transact(
-            [
-                ("put", conversation, TableItem.pk.does_not_exist(), None),
-                ("put", message, TableItem.pk.does_not_exist(), None),
-            ]
+        _write(
+            [("put", conversation, _NEW, None), *(("put", m, _NEW, None) for m in messages)],
+            _event_puts(conversation, events),
         )
     except _Cancelled as exc:
         raise SequenceConflict("fresh conversation id already taken") from exc
 
 
-def create_conversation(conversation: Conversation) -> None:
-    """PutItem of a new, empty conversation (the id is fresh, the condition guards against a clash)."""
-    _bind()
+def create_conversation(conversation: Conversation, *, events: Sequence[LogEvent] = ()) -> None:
+    """A new, empty conversation and its session_start event (the id is fresh; conditions guard a clash)."""
     try:
-        conversation.save(condition=TableItem.pk.does_not_exist())
-    except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        _write([("put", conversation, _NEW, None)], _event_puts(conversation, events))
+    except _Cancelled as exc:
+        raise SequenceConflict("fresh conversation id already taken") from exc
 
 
-def append_user_message(conversation: Conversation, message: Message, now: str) -> None:
-    """TransactWrite #1: put the user message at `next_seq` and reserve the reply's slot right after it.
+def append_messages(
+    conversation: Conversation,
+    messages: Sequence[Message],
+    now: str,
+    *,
+    events: Sequence[LogEvent] = (),
+    turn: int | None = None,
+    open_turn: OpenTurn = KEEP,
+    reserve_reply: bool = True,
+) -> None:
+    """TransactWrite #1: put `messages` from `next_seq` on, reserve the reply's slot right after them
+    (unless no model call follows), bump the counters and record the turn's events and state.
 
     Raises SequenceConflict when another post moved `next_seq` first or the conversation was deleted.
     """
     expected = int(conversation.next_seq)
     target = Conversation(conversation.pk, conversation.sk)
+    actions = [
+        Conversation.next_seq.set(expected + len(messages) + (1 if reserve_reply else 0)),
+        Conversation.message_count.add(len(messages)),
+        Conversation.updated_at.set(now),
+        TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+        *_open_turn_actions(open_turn),
+    ]
+    if turn is not None:
+        actions.append(Conversation.turn_count.set(turn))
+    core: list[_Item] = [
+        *(("put", m, _NEW, None) for m in messages),
+        (
+            "update",
+            target,
+            (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist(),
+            actions,
+        ),
+    ]
     try:
-        _transact(
-            [
-                ("put", message, TableItem.pk.does_not_exist(), None),
-                (
-                    "update",
-                    target,
-                    (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist(),
-                    [
-                        Conversation.next_seq.set(expected + 2),
-                        Conversation.message_count.add(1),
-                        Conversation.updated_at.set(now),
-                        TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
-                    ],
-                ),
-            ]
-        )
+        _write(core, _event_puts(conversation, events))
     except _Cancelled as exc:
         raise SequenceConflict(str(exc.reasons)) from exc
+
+
+def append_user_message(
+    conversation: Conversation,
+    message: Message,
+    now: str,
+    *,
+    recorded: Sequence[Message] = (),
+    events: Sequence[LogEvent] = (),
+    turn: int | None = None,
+    open_turn: OpenTurn = KEEP,
+) -> None:
+    """TransactWrite #1 of a user turn: recorded messages, the user message, the reply's slot reserved."""
+    append_messages(conversation, [*recorded, message], now, events=events, turn=turn, open_turn=open_turn)
 
 
 def record_reply(
@@ -367,16 +515,19 @@ def record_reply(
     *,
     reported: tuple[int, int, int],
     local: tuple[int, int],
+    events: Sequence[LogEvent] = (),
+    open_turn: OpenTurn = KEEP,
 ) -> None:
-    """TransactWrite #2: put the assistant message (ok or error) and add to the conversation's totals.
+    """TransactWrite #2: put the assistant message (ok or error), its turn-log events, the turn's state
+    and add to the conversation's totals.
 
-    If the conversation was deleted while the model answered, the reply is still stored (nothing lost) but
-    the conversation item is left alone so it does not reappear in the listing.
+    If the conversation was deleted while the model answered, the reply and its events are still stored
+    (nothing lost) but the conversation item is left alone so it does not reappear in the listing.
     """
     prompt, completion, total = reported
     target = Conversation(conversation.pk, conversation.sk)
-    items: list[tuple[str, Any, Any, list[Any] | None]] = [
-        ("put", message, TableItem.pk.does_not_exist(), None),
+    core: list[_Item] = [
+        ("put", message, _NEW, None),
         (
             "update",
             target,
@@ -390,12 +541,14 @@ def record_reply(
                 Conversation.local_completion_tokens.add(local[1]),
                 Conversation.updated_at.set(now),
                 TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+                *_open_turn_actions(open_turn),
             ],
         ),
     ]
+    event_puts = _event_puts(conversation, events)
     for attempt in range(_REPLY_ATTEMPTS):
         try:
-            _transact(items)
+            _write(core, event_puts)
             return
         except _Cancelled as exc:
             deleted_meanwhile = exc.reasons[1:2] == ["ConditionalCheckFailed"]
@@ -404,26 +557,79 @@ def record_reply(
             if attempt == _REPLY_ATTEMPTS - 1:
                 raise StoreUnavailable("the conversation is busy; retry the request") from exc
     try:
-        message.save(condition=TableItem.pk.does_not_exist())
-    except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        _write([core[0]], event_puts)
+    except _Cancelled as exc:
+        raise StoreUnavailable("the reply could not be stored; retry the request") from exc
 
 
-def soft_delete(owner: str, conversation_id: str, now: str, expires_at: datetime) -> None:
-    """Mark deleted, leave the listing index (remove gsi1pk/gsi1sk), set the TTL. Absent or deleted -> 404."""
+class PinConflict(Exception):
+    """Another pin change (or a delete) reached the conversation first; re-read and try again."""
+
+
+def set_pinned(
+    conversation: Conversation, message: Message, pinned: bool, entries: Sequence[Mapping[str, Any]]
+) -> None:
+    """One TransactWrite: the message's `pinned` flag and the conversation's pinned copies (`entries`).
+
+    Raises PinConflict when the pinned list changed since `conversation` was read (or it was deleted),
+    and ConversationNotFound when the message is gone.
+    """
+    rev = int(conversation.pinned_rev or 0)
+    unchanged = Conversation.pinned_rev == rev
+    if rev == 0:
+        unchanged = unchanged | Conversation.pinned_rev.does_not_exist()
+    target = Conversation(conversation.pk, conversation.sk)
+    meta_actions = [Conversation.pinned_rev.set(rev + 1)]
+    meta_actions.append(Conversation.pinned.set(list(entries)) if entries else Conversation.pinned.remove())
+    try:
+        _transact(
+            [
+                (
+                    "update",
+                    Message(message.pk, message.sk),
+                    TableItem.pk.exists(),
+                    [Message.pinned.set(pinned)],
+                ),
+                (
+                    "update",
+                    target,
+                    TableItem.pk.exists() & Conversation.deleted_at.does_not_exist() & unchanged,
+                    meta_actions,
+                ),
+            ]
+        )
+    except _Cancelled as exc:
+        if exc.reasons[:1] == ["ConditionalCheckFailed"]:
+            raise ConversationNotFound("message not found") from exc
+        raise PinConflict(str(exc.reasons)) from exc
+
+
+def soft_delete(
+    owner: str, conversation_id: str, now: str, expires_at: datetime, *, events: Sequence[LogEvent] = ()
+) -> None:
+    """Mark deleted, leave the listing index (remove gsi1pk/gsi1sk), set the TTL, and write `events`
+    (session_end) in the same transaction. Absent or deleted -> 404."""
     _bind()
     pk, sk = Conversation.key(owner, conversation_id)
     target = Conversation(pk, sk)
+    actions: list[Action] = [
+        Conversation.deleted_at.set(now),
+        TableItem.expires_at.set(expires_at),
+        TableItem.gsi1pk.remove(),
+        TableItem.gsi1sk.remove(),
+    ]
+    condition = TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
+    if events:
+        puts: list[_Item] = [("put", EventItem.new(owner, conversation_id, e), None, None) for e in events]
+        try:
+            _transact([("update", target, condition, actions), *puts])
+        except _Cancelled as exc:
+            if exc.reasons[:1] == ["ConditionalCheckFailed"]:
+                raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
+            raise StoreUnavailable("the conversation is busy; retry the request") from exc
+        return
     try:
-        target.update(
-            actions=[
-                Conversation.deleted_at.set(now),
-                TableItem.expires_at.set(expires_at),
-                TableItem.gsi1pk.remove(),
-                TableItem.gsi1sk.remove(),
-            ],
-            condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
-        )
+        target.update(actions=actions, condition=condition)
     except PynamoDBException as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
