@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -12,33 +13,82 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
-from chat_core.errors import ChatError, InvalidInput, Unauthorized
+from chat_core import limits
+from chat_core.errors import (
+    ChatError,
+    ConversationBusy,
+    InvalidInput,
+    PayloadTooLarge,
+    RequestInProgress,
+    StoreUnavailable,
+    Unauthorized,
+)
 from chat_core.observability import logger
+from chat_core.settings import get_settings
+from chat_core.store.base import transient_cause
 from chat_core.store.keys import is_valid_owner
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
 _MAX_REPORTED_ERRORS = 10
 
 
-def json_response(status: int, body: Any) -> Response[Any]:
+def json_response(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response[Any]:
     """A JSON response (`None` body -> empty, for 204)."""
+    extra = dict(headers) if headers else None
     if body is None:
-        return Response(status_code=status, body="")
+        return Response(status_code=status, body="", headers=extra)
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
         body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        headers=extra,
     )
 
 
-def error_response(
-    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
-) -> Response[Any]:
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`{"error": {"code", "message"[, "details"]}}` — the one shape of every 4xx/5xx."""
     error: dict[str, Any] = {"code": code, "message": message}
     if details:
         error["details"] = details
-    return json_response(status, {"error": error})
+    return {"error": error}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response[Any]:
+    """An error in the one shape of every 4xx/5xx (see `error_body`)."""
+    return json_response(status, error_body(code, message, details), headers)
+
+
+def retry_after_header() -> dict[str, str]:
+    """`Retry-After` (seconds) for answers that say "try again": 503 store_unavailable, 409 busy."""
+    return {"Retry-After": str(get_settings().retry_after_seconds)}
+
+
+# Errors a client should simply retry after a pause; they carry Retry-After.
+_RETRYABLE = (StoreUnavailable, ConversationBusy, RequestInProgress)
+
+
+class ChatResolver(APIGatewayHttpResolver):
+    """The Powertools HTTP API resolver, plus the request-body size limit checked before any parsing."""
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            limits.check_body_size(event if isinstance(event, Mapping) else {})
+        except PayloadTooLarge as exc:
+            logger.info("request refused", code=exc.code, status=exc.status)
+            return {
+                "statusCode": exc.status,
+                "headers": {"Content-Type": content_types.APPLICATION_JSON},
+                "body": json.dumps(error_body(exc.code, exc.message), separators=(",", ":")),
+                "isBase64Encoded": False,
+                "cookies": [],
+            }
+        return super().resolve(event, context)
 
 
 def caller_or_none(app: APIGatewayHttpResolver) -> str | None:
@@ -93,14 +143,15 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 def build_app() -> APIGatewayHttpResolver:
     """A resolver with pydantic validation and every error mapped to one JSON shape in one place."""
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = ChatResolver(enable_validation=True)
 
     def _domain_error(exc: ChatError) -> Response[Any]:
         if exc.status >= 500:
             logger.warning("request failed", code=exc.code, status=exc.status, error=exc.message)
         else:
             logger.info("request refused", code=exc.code, status=exc.status)
-        return error_response(exc.status, exc.code, exc.message)
+        headers = retry_after_header() if isinstance(exc, _RETRYABLE) else None
+        return error_response(exc.status, exc.code, exc.message, headers=headers)
 
     def _invalid_request(exc: RequestValidationError) -> Response[Any]:
         # Identity comes first: an anonymous request with a bad body is still 401, not 422.
@@ -131,6 +182,17 @@ def build_app() -> APIGatewayHttpResolver:
 
     def _unexpected(exc: Exception) -> Response[Any]:
         # Internal details go to the log with the correlation id, never to the client (SPEC §9).
+        cause = transient_cause(exc)
+        if cause is not None:
+            # Throttling or an unreachable store that botocore's retries did not get past, on any
+            # route (the conversation store maps its own; this catches the rest): the client may retry.
+            logger.warning("store unavailable", cause=cause, error_type=type(exc).__name__)
+            return error_response(
+                StoreUnavailable.status,
+                StoreUnavailable.code,
+                "the database is busy or unreachable; retry the request",
+                headers=retry_after_header(),
+            )
         logger.exception("unhandled error", error_type=type(exc).__name__)
         request_id = _request_id(app)
         suffix = f" (request id {request_id})" if request_id else ""

@@ -179,3 +179,10 @@ class PinRefused(InvalidInput):
 
     code = "pin_refused"
     status = 422
+
+
+class PayloadTooLarge(ChatError):
+    """The request body is over the route's size limit (checked before it is parsed)."""
+
+    code = "payload_too_large"
+    status = 413

@@ -66,6 +66,16 @@ class Settings:
     summary_model: str | None = None
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
+    # reliability (issue 7): DynamoDB retries (botocore "standard" mode: jittered exponential backoff,
+    # 25 ms base for transient errors, 1 s for throttling) and timeouts; what clients are told to wait;
+    # when a reserved reply slot counts as abandoned; request and reply size caps
+    dynamodb_max_attempts: int = 4
+    dynamodb_connect_timeout_seconds: float = 2.0
+    dynamodb_read_timeout_seconds: float = 10.0
+    retry_after_seconds: int = 1
+    abandoned_turn_seconds: int = 120
+    max_request_body_bytes: int = 262_144
+    max_reply_bytes: int = 262_144
     service_name: str = "chat-history"
     metrics_namespace: str = "ChatHistory"
     extra: dict[str, str] = field(default_factory=dict)
@@ -105,6 +115,13 @@ def get_settings() -> Settings:
         summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
         summary_model=_str("SUMMARY_MODEL") or None,
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
+        dynamodb_max_attempts=max(1, _int("DYNAMODB_MAX_ATTEMPTS", 4)),
+        dynamodb_connect_timeout_seconds=_float("DYNAMODB_CONNECT_TIMEOUT_SECONDS", 2.0),
+        dynamodb_read_timeout_seconds=_float("DYNAMODB_READ_TIMEOUT_SECONDS", 10.0),
+        retry_after_seconds=max(1, _int("RETRY_AFTER_SECONDS", 1)),
+        abandoned_turn_seconds=max(0, _int("ABANDONED_TURN_SECONDS", 120)),
+        max_request_body_bytes=max(1024, _int("MAX_REQUEST_BODY_BYTES", 262_144)),
+        max_reply_bytes=max(1024, min(_int("MAX_REPLY_BYTES", 262_144), 327_680)),
         service_name=_str("POWERTOOLS_SERVICE_NAME", "chat-history"),
         metrics_namespace=_str("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory"),
     )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 from pynamodb.attributes import DiscriminatorAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -56,12 +59,79 @@ def bind(settings: Settings | None = None) -> Settings:
     meta.table_name = settings.table_name
     meta.region = settings.region
     meta.host = settings.dynamodb_endpoint
+    # PynamoDB hands these to botocore: "standard" retry mode with this many attempts in all.
+    meta.max_retry_attempts = settings.dynamodb_max_attempts - 1
+    meta.connect_timeout_seconds = settings.dynamodb_connect_timeout_seconds
+    meta.read_timeout_seconds = settings.dynamodb_read_timeout_seconds
     TableItem._connection = None
     _bound = settings
     return settings
 
 
+_connection: tuple[Settings, Connection] | None = None
+
+
 def connection(settings: Settings | None = None) -> Connection:
-    """A low-level connection for TransactWrite built from the same settings as the models."""
+    """The low-level connection for TransactWrite, built once per settings like the models' own.
+
+    Reused so a post's two transactions do not each build a botocore client (tens of milliseconds).
+    """
+    global _connection
     settings = bind(settings)
-    return Connection(region=settings.region, host=settings.dynamodb_endpoint)
+    if _connection is None or _connection[0] != settings:
+        _connection = (
+            settings,
+            Connection(
+                region=settings.region,
+                host=settings.dynamodb_endpoint,
+                max_retry_attempts=settings.dynamodb_max_attempts - 1,
+                connect_timeout_seconds=settings.dynamodb_connect_timeout_seconds,
+                read_timeout_seconds=settings.dynamodb_read_timeout_seconds,
+            ),
+        )
+    return _connection[1]
+
+
+# DynamoDB error codes that mean "try again later", not "your request is wrong": what is left of them
+# after botocore's retries becomes 503 store_unavailable with Retry-After.
+TRANSIENT_ERROR_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflict",
+        "TransactionInProgressException",
+        "ReplicatedWriteConflictException",
+    }
+)
+# Cancellation reasons of a TransactWriteItems that are about load, not about the request's conditions.
+TRANSIENT_CANCELLATION_REASONS = frozenset(
+    {"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict", "RequestLimitExceeded"}
+)
+
+
+def transient_cause(exc: BaseException | None) -> str | None:
+    """The DynamoDB error code (or connection failure) behind `exc` when retrying later could succeed.
+
+    Follows `__cause__`/`__context__`, so a domain error raised from a store failure is recognised too.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, TransactWriteError):
+            reasons = {r.code for r in exc.cancellation_reasons if r is not None}
+            if reasons & TRANSIENT_CANCELLATION_REASONS:
+                return sorted(reasons & TRANSIENT_CANCELLATION_REASONS)[0]
+        if isinstance(exc, PynamoDBException) and exc.cause_response_code in TRANSIENT_ERROR_CODES:
+            return exc.cause_response_code
+        if isinstance(exc, ClientError):
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in TRANSIENT_ERROR_CODES:
+                return code
+        if isinstance(exc, BotoConnectionError | HTTPClientError):
+            return type(exc).__name__  # the endpoint could not be reached or did not answer in time
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -1,0 +1,63 @@
+"""Size limits of the HTTP API: request bodies (checked before parsing) and stored model replies."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any, Final
+
+from chat_core.errors import PayloadTooLarge
+from chat_core.settings import Settings, get_settings
+
+#: Lambda's own limit on a synchronous invocation's payload: the most a bulk route can ever receive.
+LAMBDA_PAYLOAD_BYTES: Final = 6 * 1024 * 1024
+
+#: Routes whose bodies are batches by design (up to 100 dialogue entries of 5000 characters, a world
+#: export): they keep Lambda's limit and check their own entry counts. Every other route, including
+#: routes added later, gets `Settings.max_request_body_bytes` (256 KiB by default), which is above the
+#: largest valid body of the conversation routes (a 20,000-character system prompt JSON-escaped at
+#: 12 bytes per character is 240,000 bytes).
+BULK_ROUTES: Final = frozenset(
+    {
+        "POST /worlds/{world_id}/dialogues/entries",
+        "POST /worlds/{world_id}/import",
+        "POST /worlds/{world_id}/prompt",
+    }
+)
+
+
+def body_limit(route_key: str | None, settings: Settings | None = None) -> int:
+    """The most bytes a request body may have on this route (`routeKey` of the API Gateway event)."""
+    if route_key in BULK_ROUTES:
+        return LAMBDA_PAYLOAD_BYTES
+    return (settings or get_settings()).max_request_body_bytes
+
+
+def body_bytes(event: Mapping[str, Any]) -> int:
+    """The size of the event's body as the client sent it (base64 bodies are measured decoded)."""
+    body = event.get("body")
+    if not isinstance(body, str) or not body:
+        return 0
+    if event.get("isBase64Encoded"):
+        try:
+            return len(base64.b64decode(body, validate=False))
+        except (binascii.Error, ValueError):
+            return len(body)
+    return len(body.encode("utf-8", "surrogatepass"))
+
+
+def check_body_size(event: Mapping[str, Any], settings: Settings | None = None) -> None:
+    """PayloadTooLarge (413) when the body is over the route's limit; nothing is parsed before this."""
+    route_key = event.get("routeKey") if isinstance(event.get("routeKey"), str) else None
+    limit = body_limit(route_key, settings)
+    size = body_bytes(event)
+    if size > limit:
+        raise PayloadTooLarge(
+            f"request body has {size} bytes; the limit on this route is {limit}", size=size, limit=limit
+        )
+
+
+def utf8_bytes(text: str | None) -> int:
+    """Bytes of `text` as DynamoDB stores a string (UTF-8)."""
+    return len(text.encode("utf-8", "surrogatepass")) if text else 0
