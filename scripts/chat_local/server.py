@@ -164,6 +164,10 @@ class LocalApi:
         }
         if cfg.dynamodb_endpoint:
             self.endpoint = cfg.dynamodb_endpoint.rstrip("/")
+            has_credentials = user_env.get("AWS_ACCESS_KEY_ID") or user_env.get("AWS_PROFILE")
+            if is_loopback(self.endpoint) and not has_credentials:
+                # DynamoDB Local accepts any key but the SDK insists on having one.
+                forced.update({"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"})
         else:
             assert self.embedded is not None
             self.endpoint = self.embedded.endpoint
