@@ -39,7 +39,7 @@ def parse_direct(event: dict[str, Any]) -> PurgeIn:
 
 
 # A stream batch has no single correlation id; each purge is logged with its conversation id.
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

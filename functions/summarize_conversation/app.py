@@ -43,7 +43,7 @@ def parse_direct(event: dict[str, Any]) -> SummarizeIn:
 
 
 # A stream batch has no single correlation id; each conversation is logged with its id.
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

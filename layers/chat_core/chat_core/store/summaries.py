@@ -49,7 +49,6 @@ class Summary(TableItem, discriminator="summary"):
     tokens = NumberAttribute(default=0)
     model = UnicodeAttribute()
     created_at = UnicodeAttribute()
-    updated_at = UnicodeAttribute()
     rounds = NumberAttribute(default=1)
     messages_covered = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
