@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core import summaries, tokens
+from chat_core import resilience, summaries, tokens
 from chat_core.cursors import decode_cursor, encode_cursor
 from chat_core.errors import (
     ConversationBusy,
@@ -328,13 +327,20 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     window, usable = _window(
         turn.conversation, turn.history, request.content, turn.user, turn.model, summary=turn.summary
     )
-    completion, failure = _ask_model(window, turn.model, context)
+    # A reply too large for its item is stored as an error turn (502) instead (issue 7).
+    completion, failure = resilience.cap_reply(*_ask_model(window, turn.model, context), settings)
     kept = window.stats.kept_history
     history_tokens = sum(int(m["tokens"]) for m in usable[len(usable) - kept :]) if kept else 0
     if turn.summary is not None and summaries.summary_included(window):
         history_tokens += int(turn.summary.tokens)
     assistant, reported, local = _reply_message(owner, turn, history_tokens, completion, failure)
-    store.record_reply(turn.conversation, assistant, assistant.created_at, reported=reported, local=local)
+    resilience.fit_item(assistant)
+    try:
+        store.record_reply(turn.conversation, assistant, assistant.created_at, reported=reported, local=local)
+    except Exception as exc:
+        # The user message is stored already: end the turn as an error rather than leave it open.
+        resilience.close_failed_turn(turn.conversation, assistant, exc)
+        raise
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(
         "turn stored",
@@ -423,13 +429,16 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
         recent = _read_history(owner, conversation_id, None)
         conversation = recent.conversation
         assert conversation is not None
+        if attempt == 0:
+            # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
+            resilience.repair_abandoned(conversation, recent.messages, settings)
         model = request.model or conversation.model
         user = _user_message(owner, conversation_id, int(conversation.next_seq), request.content, model)
         try:
             store.append_user_message(conversation, user, user.created_at)
         except store.SequenceConflict:
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
-            time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))  # noqa: S311 - jitter, not crypto
+            time.sleep(resilience.contention_backoff(attempt))
             continue
         return _Turn(conversation, user, recent.messages, model, recent.summary)
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")

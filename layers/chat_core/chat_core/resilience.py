@@ -1,0 +1,199 @@
+"""How a post rides out contention and failures without losing or wedging anything (issue 7).
+
+- `contention_backoff`: the pause between TransactWrite #1 attempts when another post took the sequence.
+- `cap_reply`: a model reply too large for its DynamoDB item becomes a provider failure (502, stored).
+- `fit_item`: an error reply's provider record is shrunk until the item fits under DynamoDB's 400 KB.
+- `close_failed_turn`: when TransactWrite #2 fails, an error reply goes into the reserved slot instead.
+- `repair_abandoned`: a reserved slot a crashed post never filled is closed by the next post.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from chat_core.errors import ProviderFailed, StoreUnavailable
+from chat_core.limits import utf8_bytes
+from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.provider import MAX_RECORDED_BODY_BYTES, Completion
+from chat_core.settings import Settings, get_settings
+from chat_core.store import repair, sizes
+from chat_core.store.conversations import Conversation, Message, usage_map
+from chat_core.store.keys import new_id
+
+CONTENTION_BASE_S: Final = 0.01
+CONTENTION_CAP_S: Final = 0.4
+_SHRUNK_BODY_BYTES: Final = 8 * 1024
+_MAX_ERROR_MESSAGE_CHARS: Final = 2000
+
+INTERRUPTED_TURN: Final = (
+    "the turn was interrupted before its reply was stored (the service stopped or could not write); "
+    "the question is kept: ask again"
+)
+UNSTORED_REPLY: Final = "the reply could not be stored ({cause}); the question is kept: ask again"
+
+_rng = random.Random()  # noqa: S311 - jitter, not crypto
+
+
+def contention_backoff(attempt: int) -> float:
+    """Seconds to wait before TransactWrite #1 attempt `attempt + 1` ("full jitter" exponential).
+
+    Posters that lost the race spread out instead of re-reading in lockstep, so each round has fewer
+    contenders: 20 simultaneous posts to one conversation all land within the default attempts.
+    """
+    return _rng.uniform(0.0, min(CONTENTION_CAP_S, CONTENTION_BASE_S * 2.0 ** max(0, attempt)))
+
+
+def reply_bytes(completion: Completion) -> int:
+    """What the reply adds to its item: the content (UTF-8) and the tool calls (stored as JSON text)."""
+    calls = json.dumps(completion.tool_calls) if completion.tool_calls else ""
+    return utf8_bytes(completion.content) + len(calls)
+
+
+def cap_reply(
+    completion: Completion | None, failure: ProviderFailed | None, settings: Settings | None = None
+) -> tuple[Completion | None, ProviderFailed | None]:
+    """A reply over `max_reply_bytes` becomes a `too_large` failure: stored as an error turn (API-2)."""
+    if completion is None:
+        return completion, failure
+    limit = (settings or get_settings()).max_reply_bytes
+    size = reply_bytes(completion)
+    if size <= limit:
+        return completion, failure
+    raw = json.dumps(completion.raw, ensure_ascii=False).encode("utf-8")
+    record: dict[str, Any] = {
+        "status_code": 200,
+        "headers": {},
+        "body": raw[:MAX_RECORDED_BODY_BYTES].decode("utf-8", "ignore"),
+        "truncated": True,
+        "body_bytes_read": len(raw),
+        "model": completion.model,
+    }
+    logger.warning("model reply too large to store", reply_bytes=size, limit=limit)
+    return None, ProviderFailed(
+        f"the model's reply has {size} bytes; the limit is {limit} (MAX_REPLY_BYTES)",
+        provider_response=record,
+        status_code=200,
+        kind="too_large",
+    )
+
+
+def _shrunk(record: Any) -> dict[str, Any]:
+    """The provider record reduced to its status and the start of its body."""
+    if not isinstance(record, dict):
+        return {"truncated": True}
+    body = record.get("body")
+    text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    return {
+        "status_code": record.get("status_code"),
+        "body": text.encode("utf-8")[:_SHRUNK_BODY_BYTES].decode("utf-8", "ignore"),
+        "truncated": True,
+    }
+
+
+def fit_item(reply: Message) -> Message:
+    """Shrink an error reply's record until the item is under the budget (never over DynamoDB's 400 KB)."""
+    if sizes.model_bytes(reply) <= sizes.ITEM_BUDGET_BYTES or not isinstance(reply.error, dict):
+        return reply
+    error = dict(reply.error)
+    error["message"] = str(error.get("message", ""))[:_MAX_ERROR_MESSAGE_CHARS]
+    error["provider_response"] = _shrunk(error.get("provider_response"))
+    reply.error = error
+    if sizes.model_bytes(reply) > sizes.ITEM_BUDGET_BYTES:
+        error["provider_response"] = {"truncated": True}
+        reply.error = error
+    logger.warning("provider record shrunk to fit the item", item_bytes=sizes.model_bytes(reply))
+    return reply
+
+
+def error_reply(conversation: Conversation, seq: int, message: str, *, model: str | None = None) -> Message:
+    """An assistant error message (API-1 shape, usage 0) for reply slot `seq`."""
+    return Message.new(
+        conversation.owner,
+        conversation.conversation_id,
+        seq,
+        message_id=new_id(),
+        role="assistant",
+        content="",
+        status="error",
+        created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        model=model or conversation.model,
+        tokens=0,
+        usage=usage_map(0, 0, 0),
+        usage_reported=False,
+        local_usage=usage_map(0, 0, 0),
+        error={"message": message, "provider_response": None},
+    )
+
+
+def close_failed_turn(conversation: Conversation, reply: Message, cause: BaseException) -> bool:
+    """After TransactWrite #2 failed: put an error reply into the reserved slot (best effort, never raises).
+
+    If this fails too, the slot stays empty and the next post repairs it (`repair_abandoned`).
+    """
+    why = getattr(cause, "code", None) or type(cause).__name__
+    fallback = error_reply(conversation, int(reply.seq), UNSTORED_REPLY.format(cause=why), model=reply.model)
+    try:
+        closed = repair.close_turn(conversation, fallback)
+    except StoreUnavailable as exc:
+        logger.warning("failed turn left open for repair", seq=int(reply.seq), error=exc.message)
+        return False
+    logger.warning("reply not stored; turn closed as error", seq=int(reply.seq), closed=closed, cause=why)
+    return closed
+
+
+def _age_s(created_at: str | None, now: datetime) -> float:
+    try:
+        stamp = datetime.strptime(str(created_at), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return 0.0  # unreadable: treat as fresh, never repair on a guess
+    return (now - stamp).total_seconds()
+
+
+def abandoned_slots(
+    messages: Sequence[Message], next_seq: int, now: datetime, stale_after_s: float
+) -> list[int]:
+    """Sequence numbers below `next_seq` with no message, whose preceding message is older than a turn.
+
+    TransactWrite #1 reserves the reply's slot; only a post that died (or could not write at all) leaves
+    it empty for longer than a function may run. Slots of posts still running are left alone.
+    """
+    by_seq = {int(m.seq): m for m in messages}
+    if not by_seq:
+        return []
+    slots = []
+    for seq in range(min(by_seq), int(next_seq)):
+        before = by_seq.get(seq - 1)
+        if seq in by_seq or before is None:
+            continue
+        if _age_s(before.created_at, now) >= stale_after_s:
+            slots.append(seq)
+    return slots
+
+
+def repair_abandoned(
+    conversation: Conversation, messages: Sequence[Message], settings: Settings | None = None
+) -> int:
+    """Close every abandoned reply slot among `messages` as an error turn; returns how many were closed.
+
+    Never raises: a post must not fail because an old turn could not be repaired this time.
+    """
+    settings = settings or get_settings()
+    slots = abandoned_slots(
+        messages, int(conversation.next_seq), datetime.now(UTC), settings.abandoned_turn_seconds
+    )
+    closed = 0
+    for seq in slots:
+        try:
+            closed += repair.close_turn(conversation, error_reply(conversation, seq, INTERRUPTED_TURN))
+        except StoreUnavailable as exc:
+            logger.warning("abandoned turn not repaired this time", seq=seq, error=exc.message)
+    if closed:
+        metrics.add_metric(name="TurnsRepaired", unit=MetricUnit.Count, value=closed)
+        logger.warning(
+            "abandoned turns closed as error", conversation_id=conversation.conversation_id, count=closed
+        )
+    return closed
