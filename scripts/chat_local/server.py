@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -232,8 +233,9 @@ class LocalApi:
             except HandlerUnavailable as exc:
                 self.import_errors[logical_id] = str(exc)
 
-        self._start_streams(status.stream_arn)
+        # Queues first: stream subscriptions send their dropped batches to them (OnFailure).
         self._start_queues()
+        self._start_streams(status.stream_arn)
         if self.sweeper is not None:
             # First pass right away: items that expired while the server was down go now.
             self.sweeper.sweep()
@@ -270,9 +272,26 @@ class LocalApi:
                 registry=registry,
                 was_ttl_removal=sweeper.was_swept if sweeper else (lambda _k: False),
                 on_invocation=self._log_stream_invocation,
+                on_failure=self._on_failure_sender(sub.name, sub.on_failure_queue),
                 poll_interval_s=self.config.stream_poll_interval_s,
             )
             self.pollers.append(poller.start())
+
+    def _on_failure_sender(
+        self, name: str, queue_logical_id: str | None
+    ) -> Callable[[dict[str, Any]], None] | None:
+        """DestinationConfig.OnFailure: a dropped stream batch is described on the template's SQS queue."""
+        if queue_logical_id is None:
+            return None
+
+        def send(record: dict[str, Any]) -> None:
+            url = self.queue_urls.get(queue_logical_id)
+            if url is None or self._sqs is None:
+                log.warning("%s: on-failure queue %s is not available locally", name, queue_logical_id)
+                return
+            self._sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))
+
+        return send
 
     def _log_stream_invocation(self, name: str, count: int, status: str, ms: float) -> None:
         self.request_log.event("STREAM", name, f"{count} record(s) {status}", ms)

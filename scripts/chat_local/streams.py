@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -172,6 +173,7 @@ class StreamPoller:
         registry: IteratorRegistry,
         was_ttl_removal: Callable[[Mapping[str, Any]], bool] = lambda _keys: False,
         on_invocation: Callable[[str, int, str, float], None] | None = None,
+        on_failure: Callable[[dict[str, Any]], None] | None = None,
         poll_interval_s: float = 0.25,
         retry_delay_s: float = 0.5,
     ) -> None:
@@ -183,6 +185,7 @@ class StreamPoller:
         self.registry = registry
         self.was_ttl_removal = was_ttl_removal
         self.on_invocation = on_invocation
+        self.on_failure = on_failure
         self.poll_interval_s = poll_interval_s
         self.retry_delay_s = retry_delay_s
         self.stats = StreamStats()
@@ -273,10 +276,42 @@ class StreamPoller:
                         attempts,
                         remaining[0]["dynamodb"].get("SequenceNumber"),
                     )
+                    if self.on_failure is not None:
+                        self.on_failure(self.failure_record(remaining, attempts, status))
                     break
                 current = remaining
                 if self._stop.wait(self.retry_delay_s * (2 ** (attempts - 1))):
                     return
+
+    def failure_record(self, records: list[dict[str, Any]], attempts: int, status: str) -> dict[str, Any]:
+        """What Lambda sends to an OnFailure destination for a stream batch it gave up on."""
+        created = [r["dynamodb"].get("ApproximateCreationDateTime") for r in records]
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return {
+            "requestContext": {
+                "requestId": str(uuid.uuid4()),
+                "functionArn": f"arn:aws:lambda:{self.region}:123456789012:function:"
+                f"{self.subscription.function.logical_id}",
+                "condition": "RetryAttemptsExhausted",
+                "approximateInvokeCount": attempts,
+            },
+            "responseContext": {
+                "statusCode": 200,
+                "executedVersion": "$LATEST",
+                "functionError": "Unhandled" if status == "error" else "",
+            },
+            "version": "1.0",
+            "timestamp": stamp,
+            "DDBStreamBatchInfo": {
+                "shardId": next(iter(self._iterators), ""),
+                "startSequenceNumber": records[0]["dynamodb"].get("SequenceNumber"),
+                "endSequenceNumber": records[-1]["dynamodb"].get("SequenceNumber"),
+                "approximateArrivalOfFirstRecord": created[0],
+                "approximateArrivalOfLastRecord": created[-1],
+                "batchSize": len(records),
+                "streamArn": self.stream_arn,
+            },
+        }
 
     def _invoke(self, batch: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         """Returns ("ok", []) or ("error"|"partial", records still to process)."""

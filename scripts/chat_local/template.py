@@ -123,6 +123,7 @@ class StreamSubscription:
     bisect_on_error: bool
     report_batch_item_failures: bool
     enabled: bool
+    on_failure_queue: str | None = None  # logical id of the DestinationConfig.OnFailure SQS queue
 
 
 @dataclass(frozen=True)
@@ -501,6 +502,12 @@ def load_template(
                         report_batch_item_failures="ReportBatchItemFailures"
                         in (eprops.get("FunctionResponseTypes") or []),
                         enabled=bool(eprops.get("Enabled", True)),
+                        on_failure_queue=_stream_table(
+                            ((eprops.get("DestinationConfig") or {}).get("OnFailure") or {}).get(
+                                "Destination"
+                            )
+                        )
+                        or None,
                     )
                 )
             elif etype == "SQS":

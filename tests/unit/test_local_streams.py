@@ -90,6 +90,7 @@ def store(template: Template) -> Iterator[tuple[Any, Any, str]]:
 def _poller(template: Template, store: tuple[Any, Any, str], **changes: Any) -> StreamPoller:
     _client, streams, arn = store
     sweeper = changes.pop("sweeper", None)
+    on_failure = changes.pop("on_failure", None)
     subscription = dataclasses.replace(template.streams[0], **changes)
     runtime = FunctionRuntime(subscription.function, region="us-east-1", max_concurrency=1)
     poller = StreamPoller(
@@ -101,6 +102,7 @@ def _poller(template: Template, store: tuple[Any, Any, str], **changes: Any) -> 
         registry=IteratorRegistry(prune_moto=True, account_id="123456789012", region="us-east-1"),
         was_ttl_removal=sweeper.was_swept if sweeper else (lambda _k: False),
         retry_delay_s=0.01,
+        on_failure=on_failure,
     )
     poller.position_at_latest()
     return poller
@@ -152,16 +154,23 @@ def test_a_reported_item_failure_is_retried_from_that_record(template: Template,
 
 
 def test_a_failing_function_is_retried_then_the_batch_is_dropped(template: Template, store: Any) -> None:
-    """MaximumRetryAttempts: after the retries the batch is skipped (logged), and the stream moves on."""
-    # Given a subscription whose function always raises
+    """MaximumRetryAttempts: after the retries the batch goes to OnFailure and the stream moves on."""
+    # Given a subscription whose function always raises, with an on-failure destination
     boom = template.functions["BoomFunction"]
-    poller = _poller(template, store, function=boom, maximum_retry_attempts=1)
+    sent: list[dict[str, Any]] = []
+    poller = _poller(template, store, function=boom, maximum_retry_attempts=1, on_failure=sent.append)
     # When a record arrives
     store[0].put_item(TableName="streams-test", Item={"pk": {"S": "DOOMED"}, "sk": {"S": "1"}})
     _drain(poller)
-    # Then it was tried twice (1 + 1 retry) and dropped
+    # Then it was tried twice (1 + 1 retry), dropped, and described to the OnFailure destination
     assert poller.stats.failures == 2
     assert poller.stats.dropped == 1
+    (failure,) = sent
+    assert failure["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert failure["requestContext"]["approximateInvokeCount"] == 2
+    assert failure["responseContext"]["functionError"] == "Unhandled"
+    assert failure["DDBStreamBatchInfo"]["batchSize"] == 1
+    assert failure["DDBStreamBatchInfo"]["streamArn"] == store[2]
 
 
 def test_filtered_records_never_reach_the_function(template: Template, store: Any) -> None:

@@ -127,6 +127,7 @@ def test_stream_subscriptions_are_read_with_their_settings() -> None:
     assert sub.maximum_retry_attempts == 2
     assert sub.report_batch_item_failures
     assert sub.filters == ({"dynamodb": {"Keys": {"pk": {"S": [{"anything-but": {"prefix": "AUDIT#"}}]}}}},)
+    assert sub.on_failure_queue == "AuditFailures"
 
 
 def test_route_matching_order_prefers_literal_segments() -> None:
