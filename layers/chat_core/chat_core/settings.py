@@ -56,7 +56,7 @@ class Settings:
     # HTTP service (issue 3)
     cursor_secret: str = ""
     idempotency_ttl_seconds: int = 3600
-    post_attempts: int = 8
+    post_attempts: int = 16  # TransactWrite #1 attempts when posts race (jittered backoff between)
     # summaries (seed 001) and retention purge (issue 5)
     summary_enabled: bool = True
     summary_margin_messages: int = 4
@@ -107,7 +107,7 @@ def get_settings() -> Settings:
         max_content_chars=_int("MAX_CONTENT_CHARS", 5000),
         cursor_secret=_str("CURSOR_SECRET"),
         idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),
-        post_attempts=_int("POST_ATTEMPTS", 8),
+        post_attempts=_int("POST_ATTEMPTS", 16),
         summary_enabled=_str("SUMMARY_ENABLED", "true").lower() not in ("0", "false", "no", "off"),
         summary_margin_messages=max(1, _int("SUMMARY_MARGIN_MESSAGES", 4)),
         summary_input_max_tokens=max(500, _int("SUMMARY_INPUT_MAX_TOKENS", 6000)),
