@@ -265,3 +265,24 @@ def test_no_summary_is_written_into_a_purged_partition(stream: TableStream) -> N
         save_summary(late, previous_to_seq=None)
     # Then the partition stays empty
     assert items_in("alice", doomed) == []
+
+
+def test_sample_events_pass_the_filter_and_run(chat_service: None) -> None:
+    """Issue 5 item 6: events/purge_conversation*.json (`sam local invoke -e`): the TTL sample passes the
+    template's filter and purges nothing on an empty table; the direct sample is accepted too."""
+    import json
+    from pathlib import Path
+
+    events_dir = Path(__file__).resolve().parents[2] / "events"
+    stream_event = json.loads((events_dir / "purge_conversation.json").read_text(encoding="utf-8"))
+    direct = json.loads((events_dir / "purge_conversation_direct.json").read_text(encoding="utf-8"))
+    # Given the samples / Then the stream one is delivered by the event source mapping
+    assert for_function(PURGE, stream_event["Records"]) == stream_event["Records"]
+    handler = api.load("purge_conversation").lambda_handler
+    # When both are invoked on an empty table
+    from_stream = handler(stream_event, LambdaContext())
+    from_direct = handler(direct, LambdaContext())
+    # Then the conversation is recognised and its (empty) partition purged without error
+    assert from_stream["conversations"] == 1
+    assert from_stream["deleted"] == 0
+    assert from_direct["deleted"] == 0

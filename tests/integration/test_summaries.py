@@ -346,3 +346,24 @@ def test_direct_invocation_summarizes_one_conversation(conversation: Conversatio
     # and a payload of the wrong shape is a clear input error
     with pytest.raises(InvalidInput, match="owner"):
         handler({"conversation_id": conversation.id}, LambdaContext())
+
+
+def test_sample_stream_event_passes_the_filter_and_runs(chat_service: None) -> None:
+    """Issue 5 item 6: events/summarize_conversation*.json (`sam local invoke -e`) are what the function
+    takes: the stream sample passes the template's filter; both run on an empty table without error."""
+    import json
+    from pathlib import Path
+
+    events_dir = Path(__file__).resolve().parents[2] / "events"
+    stream_event = json.loads((events_dir / "summarize_conversation.json").read_text(encoding="utf-8"))
+    direct = json.loads((events_dir / "summarize_conversation_direct.json").read_text(encoding="utf-8"))
+    # Given the sample stream event / Then its record is one the event source mapping delivers
+    assert for_function(SUMMARIZER, stream_event["Records"]) == stream_event["Records"]
+    # When both samples are invoked on an empty table
+    handler = api.load("summarize_conversation").lambda_handler
+    from_stream = handler(stream_event, LambdaContext())
+    from_direct = handler(direct, LambdaContext())
+    # Then the conversation is found missing, and nothing fails
+    assert from_stream["conversations"] == 1
+    assert from_stream["outcomes"][0]["status"] == "no_conversation"
+    assert from_direct["status"] == "no_conversation"

@@ -435,11 +435,13 @@ def _image_string(record: Mapping[str, Any], image: str, name: str) -> str | Non
 
 
 def is_turn_end(record: Mapping[str, Any]) -> bool:
-    """An INSERT of an assistant message: the end of a turn, the one record a turn triggers summaries on."""
+    """The INSERT of a post's reply (an assistant message with a model, ok or error): the end of a turn,
+    the one record per turn that summaries run on (the same rule as the template's FilterCriteria)."""
     return (
         record.get("eventName") == "INSERT"
         and _image_string(record, "NewImage", "type") == "message"
         and _image_string(record, "NewImage", "role") == "assistant"
+        and _image_string(record, "NewImage", "model") is not None
     )
 
 
