@@ -94,6 +94,13 @@ def build_openapi(
         if not any(m in paths[path] for m in ("get", "post", "put", "patch", "delete", "head")):
             del paths[path]
     document["servers"] = [{"url": "/"}]
+    try:
+        # Each operation's real statuses and bodies (201/204, the one error shape, 502, 503 ...).
+        from chat_core.responses import document_responses
+
+        document_responses(document)
+    except Exception as exc:  # the docs must come up even if that module cannot load
+        log.warning("OpenAPI responses could not be documented: %s", exc)
     return document
 
 

@@ -171,7 +171,15 @@ def build_app() -> APIGatewayHttpResolver:
         return error_response(422, "validation_error", f"invalid request: {summary}", details)
 
     def _unsupported(exc: RequestUnsupportedContentType) -> Response[Any]:
+        if caller_or_none(app) is None:
+            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
         return error_response(415, "unsupported_media_type", "send the request body as application/json")
+
+    def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
+        # A body that is not UTF-8 (API Gateway passes it base64-encoded) cannot be JSON.
+        if caller_or_none(app) is None:
+            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
+        return error_response(400, "invalid_json", "request body is not valid JSON (it is not UTF-8 text)")
 
     def _no_route(exc: NotFoundError) -> Response[Any]:
         event = app.current_event
@@ -201,6 +209,7 @@ def build_app() -> APIGatewayHttpResolver:
     app.exception_handler(ChatError)(_domain_error)
     app.exception_handler(RequestValidationError)(_invalid_request)
     app.exception_handler(RequestUnsupportedContentType)(_unsupported)
+    app.exception_handler(UnicodeDecodeError)(_not_utf8)
     app.exception_handler(NotFoundError)(_no_route)
     app.exception_handler(ServiceError)(_service_error)
     app.exception_handler(Exception)(_unexpected)

@@ -25,13 +25,18 @@ BULK_ROUTES: Final = frozenset(
         "POST /worlds/{world_id}/prompt",
     }
 )
+#: POST /messages may carry an agent's recorded tool messages (192 KiB of UTF-8 by their own cap), which
+#: a client's JSON encoder may escape to twice that: 1 MiB keeps every valid post under the limit.
+MESSAGE_ROUTE: Final = "POST /messages"
+MESSAGE_BODY_BYTES: Final = 1024 * 1024
 
 
 def body_limit(route_key: str | None, settings: Settings | None = None) -> int:
     """The most bytes a request body may have on this route (`routeKey` of the API Gateway event)."""
     if route_key in BULK_ROUTES:
         return LAMBDA_PAYLOAD_BYTES
-    return (settings or get_settings()).max_request_body_bytes
+    limit = (settings or get_settings()).max_request_body_bytes
+    return max(limit, MESSAGE_BODY_BYTES) if route_key == MESSAGE_ROUTE else limit
 
 
 def body_bytes(event: Mapping[str, Any]) -> int:

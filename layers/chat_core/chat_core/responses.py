@@ -1,0 +1,252 @@
+"""What each HTTP route answers, as pydantic models and OpenAPI responses (docs and conformance tests).
+
+`document_responses(document)` rewrites an OpenAPI document built from the Powertools resolvers (which
+only know "200" and their own 422 shape) so every operation lists the statuses it really answers: its
+success status with the body's schema, and the one error shape of every 4xx/5xx (SPEC §9). Routes this
+module does not know (added later) get a generic "2XX" and the same errors, so they stay documented.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import models_json_schema
+
+from chat_core.api import MAX_IDEMPOTENCY_KEY_CHARS
+
+
+class _Out(BaseModel):
+    """Response bodies may grow new fields; clients must ignore what they do not know."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorDetail(_Out):
+    field: str | None = None
+    problem: str | None = None
+
+
+class ErrorInfo(_Out):
+    code: str
+    message: str
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorOut(BaseModel):
+    """`{"error": {"code", "message"[, "details"]}}`: every 4xx and 5xx."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: ErrorInfo
+
+
+class UsageOut(_Out):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class MessageErrorOut(_Out):
+    message: str
+    provider_response: dict[str, Any] | None = None
+
+
+class MessageOut(_Out):
+    """API-1: a stored message; assistant messages add model and usage, failed ones add error."""
+
+    message_id: str
+    conversation_id: str
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None
+    status: Literal["ok", "error"]
+    created_at: str
+    model: str | None = None
+    usage: UsageOut | None = None
+    error: MessageErrorOut | None = None
+
+
+class ConversationOut(_Out):
+    conversation_id: str
+    title: str | None
+    system_prompt: str | None
+    model: str
+    window_policy: dict[str, Any] | None
+    message_count: int
+    usage: UsageOut
+    local_usage: UsageOut
+    created_at: str
+    updated_at: str
+
+
+class ConversationPageOut(_Out):
+    items: list[ConversationOut]
+    next_cursor: str | None
+
+
+class ConversationDetailOut(ConversationOut):
+    messages: list[MessageOut]
+    next_cursor: str | None
+
+
+class PostMessageOut(_Out):
+    """201 (and 502 when the model failed, API-2): the turn. A replay of a turn whose reply was never
+    stored has no assistant message."""
+
+    conversation_id: str
+    user_message: MessageOut | None
+    assistant_message: MessageOut | None
+
+
+class WindowOut(_Out):
+    messages: list[dict[str, Any]]
+    stats: dict[str, Any]
+
+
+class JsonObjectOut(_Out):
+    """A JSON object (routes documented by their own modules)."""
+
+
+@dataclass(frozen=True)
+class RouteDoc:
+    """What one route answers: success status and body model (None = no body), errors, extra request docs."""
+
+    success: int
+    model: type[BaseModel] | None
+    errors: tuple[int, ...]
+    media_type: str = "application/json"
+    also: Mapping[int, type[BaseModel]] = field(default_factory=dict)  # other statuses with a body
+    parameters: tuple[Mapping[str, Any], ...] = ()
+    request_body: Mapping[str, Any] | None = None
+
+
+_READ = (400, 401, 404, 422, 503)
+_WRITE = (400, 401, 404, 409, 413, 415, 422, 503)
+_IDEMPOTENCY_KEY: Final = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "API-6: the same key returns the first result and never stores the message twice.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS},
+}
+
+ROUTES: Final[Mapping[str, RouteDoc]] = {
+    "POST /conversations": RouteDoc(201, ConversationOut, (400, 401, 413, 415, 422, 503)),
+    "POST /messages": RouteDoc(
+        201, PostMessageOut, (*_WRITE, 502), also={502: PostMessageOut}, parameters=(_IDEMPOTENCY_KEY,)
+    ),
+    "GET /conversations": RouteDoc(200, ConversationPageOut, (400, 401, 422, 503)),
+    "GET /conversations/{conversation_id}": RouteDoc(200, ConversationDetailOut, _READ),
+    "DELETE /conversations/{conversation_id}": RouteDoc(204, None, (401, 404, 503)),
+    "POST /conversations/{conversation_id}/window": RouteDoc(200, WindowOut, _WRITE),
+    # Dialogue memory (seed 004): bodies documented by the dialogue module; statuses as its handlers answer.
+    "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
+        201, JsonObjectOut, _WRITE, also={200: JsonObjectOut}
+    ),
+    "GET /worlds/{world_id}/history": RouteDoc(200, JsonObjectOut, _READ),
+    "POST /worlds/{world_id}/prompt": RouteDoc(200, JsonObjectOut, _WRITE),
+    "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
+    "POST /worlds/{world_id}/import": RouteDoc(
+        201,
+        JsonObjectOut,
+        _WRITE,
+        request_body={
+            "required": True,
+            "description": "A world export: JSON Lines, one dialogue or entry per line.",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+    ),
+}
+
+_ERROR_TEXT: Final = {
+    400: "Bad input: malformed JSON, a bad cursor or header",
+    401: "No caller identity (JWT `sub`, or X-User-Id on the local server)",
+    404: "Not found, or not the caller's (isolation answers 404, never 403)",
+    405: "Method not allowed on this path",
+    409: "Conflict: busy conversation (retry after Retry-After), key in progress, world not empty",
+    413: "Request body over the route's size limit",
+    415: "The body must be application/json",
+    422: "Validation error: the body or a parameter is out of its documented bounds",
+    502: "The model provider failed; the turn is stored with an error reply (same body as 201)",
+    503: "The database is busy or unreachable after retries; retry after Retry-After",
+}
+_RETRY_AFTER: Final = {
+    "description": "Seconds to wait before retrying.",
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}
+_METHODS: Final = ("get", "put", "post", "delete", "patch", "head", "options")
+
+
+def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """JSON Schemas of every response model, refs pointing into components/schemas."""
+    models: list[type[BaseModel]] = [ErrorOut]
+    for doc in ROUTES.values():
+        models += [doc.model] if doc.model is not None else []
+        models += list(doc.also.values())
+    unique = list(dict.fromkeys(models))
+    refs, defs = models_json_schema(
+        [(m, "serialization") for m in unique], ref_template="#/components/schemas/{model}"
+    )
+    return {m.__name__: refs[(m, "serialization")] for m in unique}, defs.get("$defs", {})
+
+
+def _json(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": dict(schema)}}
+
+
+def _error(status: int, error_ref: Mapping[str, Any]) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": _ERROR_TEXT.get(status, "Error"), "content": _json(error_ref)}
+    if status in (409, 503):
+        response["headers"] = {"Retry-After": {**_RETRY_AFTER, "required": status == 503}}
+    return response
+
+
+def operation_responses(route_key: str, refs: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenAPI `responses` of one route ("METHOD /path" as in template.yaml)."""
+    error_ref = refs["ErrorOut"]
+    doc = ROUTES.get(route_key)
+    if doc is None:
+        # A route this module does not describe yet: any 2xx, and the one error shape otherwise.
+        responses: dict[str, Any] = {"2XX": {"description": "Success (see the route's own documentation)"}}
+        for status in (*_WRITE, 405):
+            responses[str(status)] = _error(status, error_ref)
+        return responses
+    success: dict[str, Any] = {"description": "Success"}
+    if doc.model is not None:
+        success["content"] = {doc.media_type: {"schema": dict(refs[doc.model.__name__])}}
+    elif doc.media_type != "application/json":
+        success["content"] = {doc.media_type: {"schema": {"type": "string"}}}
+    responses = {str(doc.success): success}
+    for status, model in doc.also.items():
+        text = _ERROR_TEXT.get(status, "Also success") if status >= 400 else "Success (nothing new stored)"
+        responses[str(status)] = {"description": text, "content": _json(refs[model.__name__])}
+    for status in doc.errors:
+        responses.setdefault(str(status), _error(status, error_ref))
+    return responses
+
+
+def document_responses(document: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Replace every operation's responses with what the route really answers (in place; returned)."""
+    refs, defs = _schemas()
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in defs.items():
+        components[name] = schema
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        components.pop(name, None)
+    for path, item in document.get("paths", {}).items():
+        for method in [m for m in item if m in _METHODS]:
+            route_key = f"{method.upper()} {path}"
+            operation = item[method]
+            operation["responses"] = operation_responses(route_key, refs)
+            doc = ROUTES.get(route_key)
+            if doc is None:
+                continue
+            if doc.request_body is not None and "requestBody" not in operation:
+                operation["requestBody"] = copy.deepcopy(dict(doc.request_body))
+            names = {(p.get("name"), p.get("in")) for p in operation.get("parameters", [])}
+            for parameter in doc.parameters:
+                if (parameter["name"], parameter["in"]) not in names:
+                    operation.setdefault("parameters", []).append(dict(parameter))
+    return document
