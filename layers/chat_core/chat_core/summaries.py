@@ -320,6 +320,8 @@ def summarize_conversation(
     for chunk in range(settings.summary_max_steps):
         pending = pending_span(conversation, recent.messages, summary, model=conversation.model)
         if pending is None or pending.size < settings.summary_margin_messages:
+            if chunk == 0 and pending is not None:
+                outcome = SummaryOutcome(conversation_id, "not_needed", pending=pending.size)
             break
         budget = time_budget_from_context(context, safety_margin_s=_STORE_MARGIN_S)
         if chunk and budget is not None and budget < settings.llm_timeout_seconds:
