@@ -15,17 +15,20 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core import resilience, summaries, tokens
+from chat_core import resilience, summaries, tokens, tool_messages, turnlog
 from chat_core.cursors import decode_cursor, encode_cursor
 from chat_core.errors import (
     ConversationBusy,
     ConversationNotFound,
     IdempotencyKeyReused,
     InvalidInput,
+    MessageNotFound,
     MessageTooLong,
+    PinRefused,
     ProviderFailed,
     RequestInProgress,
     StoreUnavailable,
+    ToolResultsPending,
 )
 from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.provider import Completion, get_provider, time_budget_from_context
@@ -40,6 +43,7 @@ from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import idempotency as idempotency_store
 from chat_core.store.conversations import Conversation, Message, usage_map
+from chat_core.store.events import EVENT_SK_PREFIX, turn_prefix
 from chat_core.store.keys import (
     MESSAGE_SK_PREFIX,
     META_SK,
@@ -49,11 +53,24 @@ from chat_core.store.keys import (
     owner_pk,
 )
 from chat_core.store.summaries import Summary
-from chat_core.window import SEED_003_POLICY, WindowPolicy, WindowResult, select_window
+from chat_core.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
+from chat_core.window import (
+    OPENAI_KEYS,
+    SEED_003_POLICY,
+    WindowPolicy,
+    WindowResult,
+    message_text,
+    select_window,
+    to_openai,
+)
 
 TITLE_FROM_MESSAGE_CHARS = 80
 LIST_SCOPE = "conversations"
 MESSAGES_SCOPE = "messages"
+EVENTS_SCOPE = "events"
+#: Pinned messages per conversation, and the text their copies on the conversation item may hold.
+MAX_PINNED = 20
+MAX_PINNED_BYTES = 64 * 1024
 # Seconds left after the model call to store its answer (TransactWrite #2) before Lambda's deadline.
 STORE_MARGIN_S = 3.0
 
@@ -64,7 +81,10 @@ class PostOutcome:
 
     status: int
     body: dict[str, Any]
-    seq: int = 0  # the user message's sequence number (what an idempotent replay re-reads)
+    seq: int = 0  # the first message the post stored (an idempotent replay re-reads seq..last_seq)
+    user_seq: int | None = None
+    reply_seq: int | None = None
+    last_seq: int = 0
 
 
 # -- small pure pieces ------------------------------------------------------------------------------------
@@ -140,7 +160,11 @@ def _usage(prompt: float, completion: float, total: float) -> dict[str, int]:
 
 
 def message_view(message: Message) -> dict[str, Any]:
-    """API-1 message object, exactly: assistant messages add model and usage, error ones add error."""
+    """API-1 message object: assistant messages add model and usage, error ones add error.
+
+    Only when they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool
+    results, `pinned: true`.
+    """
     view: dict[str, Any] = {
         "message_id": message.message_id,
         "conversation_id": message.conversation_id,
@@ -149,6 +173,15 @@ def message_view(message: Message) -> dict[str, Any]:
         "status": message.status,
         "created_at": message.created_at,
     }
+    if message.tool_calls:
+        view["content"] = message.content or None
+        view["tool_calls"] = list(message.tool_calls)
+    if message.role == "tool":
+        view["tool_call_id"] = message.tool_call_id
+        if message.name:
+            view["name"] = message.name
+    if message.pinned:
+        view["pinned"] = True
     if message.role == "assistant":
         usage = message.usage
         view["model"] = message.model
@@ -172,6 +205,7 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
         int(conversation.local_prompt_tokens),
         int(conversation.local_completion_tokens),
     )
+    _, pending = _pending_calls(conversation)
     return {
         "conversation_id": conversation.conversation_id,
         "title": conversation.title,
@@ -183,6 +217,10 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
             conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens
         ),
         "local_usage": _usage(local_prompt, local_completion, local_prompt + local_completion),
+        "turn_count": int(conversation.turn_count or 0),
+        "pinned_message_ids": [e["message_id"] for e in conversation.pinned or []],
+        # Tool calls of the model's last answer still waiting for results (post them to continue).
+        "pending_tool_calls": pending,
         "created_at": conversation.created_at,
         "updated_at": conversation.updated_at,
     }
@@ -209,7 +247,7 @@ def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, 
         created_at=now,
         updated_at=now,
     )
-    store.create_conversation(conversation)
+    store.create_conversation(conversation, events=[_session_start(conversation, settings)])
     metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
     logger.info("conversation created", conversation_id=conversation.conversation_id, model=model)
     return conversation_view(conversation)
@@ -225,16 +263,26 @@ def post_message(
     idempotency_key: str | None = None,
     context: Any = None,
 ) -> PostOutcome:
-    """POST /messages (seed 003, SPEC §9 "Posting, in order").
+    """POST /messages (seed 003, SPEC §9 "Posting, in order"; seed 002 turn log; agent tool messages).
 
-    Validates before any I/O, then: one Query, TransactWrite #1 (user message, reply slot reserved),
-    the model call, TransactWrite #2 (assistant message ok or error, totals). With an Idempotency-Key
-    the first outcome (201 or 502) is stored and replayed; the same key with another body is refused.
+    Validates before any I/O, then: one Query, TransactWrite #1 (recorded tool messages, the user message,
+    reply slot reserved, turn_start and step events), the model call, TransactWrite #2 (assistant message
+    ok or error, its events, turn_end unless the turn waits for tool results, totals). With an
+    Idempotency-Key the first outcome (201 or 502) is stored and replayed; the same key with another body
+    is refused.
     """
     settings = get_settings()
-    check_content(request.content, settings)
+    if request.content is not None:
+        check_content(request.content, settings)
+    recorded = request.recorded()
+    tool_messages.check_sizes(recorded)
     if request.conversation_id is not None:
         _check_id(request.conversation_id)
+    else:
+        # A new conversation has no pending tool calls: everything can be checked before any I/O.
+        if request.content is None:
+            raise InvalidInput("content is required to start a conversation", field="content")
+        tool_messages.pair_results(recorded, [])
     if idempotency_key is None:
         return _post(owner, request, context, settings)
     payload = {"owner": owner, "key": idempotency_key, "body": request.model_dump(mode="json")}
@@ -259,17 +307,41 @@ def post_message(
     return _replay(owner, record)
 
 
+def _post_body(
+    conversation_id: str, recorded: Sequence[Message], user: Message | None, assistant: Message | None
+) -> dict[str, Any]:
+    """`{conversation_id, messages?, user_message, assistant_message}`: `messages` (the tool messages the
+    post recorded) only when there were some; `user_message` is null on a post of tool results and
+    `assistant_message` null when the turn ended at MAX_TURN_STEPS without asking the model again."""
+    body: dict[str, Any] = {"conversation_id": conversation_id}
+    if recorded:
+        body["messages"] = [message_view(m) for m in recorded]
+    body["user_message"] = message_view(user) if user is not None else None
+    body["assistant_message"] = message_view(assistant) if assistant is not None else None
+    return body
+
+
 def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
-    """The first outcome of an idempotent post, rebuilt from the stored turn (messages never change)."""
-    conversation_id, seq = str(record["conversation_id"]), int(record["seq"])
-    user, assistant = store.read_turn(owner, conversation_id, seq)
-    logger.info("idempotent replay", conversation_id=conversation_id, seq=seq)
-    body = {
-        "conversation_id": conversation_id,
-        "user_message": message_view(user) if user is not None else None,
-        "assistant_message": message_view(assistant) if assistant is not None else None,
-    }
-    return PostOutcome(status=int(record["status"]), body=body, seq=seq)
+    """The first outcome of an idempotent post, rebuilt from the stored messages (they never change)."""
+    conversation_id, first = str(record["conversation_id"]), int(record["seq"])
+    # Records written before tool messages existed hold only `seq` (the user message; reply after it).
+    user_seq = record.get("user_seq", first)
+    reply_seq = record.get("reply_seq", first + 1)
+    last = int(record.get("last_seq", first + 1))
+    found = {int(m.seq): m for m in store.read_messages(owner, conversation_id, first, last)}
+    recorded = [found[s] for s in sorted(found) if s not in (user_seq, reply_seq)]
+    user = found.get(int(user_seq)) if user_seq is not None else None
+    assistant = found.get(int(reply_seq)) if reply_seq is not None else None
+    logger.info("idempotent replay", conversation_id=conversation_id, seq=first)
+    body = _post_body(conversation_id, recorded, user, assistant)
+    return PostOutcome(
+        status=int(record["status"]),
+        body=body,
+        seq=first,
+        user_seq=int(user_seq) if user_seq is not None else None,
+        reply_seq=int(reply_seq) if reply_seq is not None else None,
+        last_seq=last,
+    )
 
 
 _idempotent: tuple[Settings, IdempotencyConfig, Callable[..., dict[str, Any]]] | None = None
@@ -286,8 +358,8 @@ def _idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..
 def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
     """The post logic wrapped in Powertools Idempotency, on the same table (API-6).
 
-    The record keeps only (status, conversation_id, seq): a replay re-reads that turn, so the record
-    stays small whatever the reply or the provider's error response weighed.
+    The record keeps only the status, the conversation and the sequence numbers of the post's messages:
+    a replay re-reads them, so the record stays small whatever the reply or the provider's error weighed.
     """
     config = IdempotencyConfig(
         # The caller's identity is part of the key: one user's key never replays another user's turn.
@@ -306,6 +378,9 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
             "status": outcome.status,
             "conversation_id": outcome.body["conversation_id"],
             "seq": outcome.seq,
+            "user_seq": outcome.user_seq,
+            "reply_seq": outcome.reply_seq,
+            "last_seq": outcome.last_seq,
         }
 
     wrapped: Callable[..., dict[str, Any]] = idempotent_function(
@@ -324,19 +399,36 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
         turn = _start_conversation(owner, request, settings)
     else:
         turn = _append_to_conversation(owner, request, settings)
-    window, usable = _window(
-        turn.conversation, turn.history, request.content, turn.user, turn.model, summary=turn.summary
+    conversation_id = turn.conversation.conversation_id
+    if turn.reply_seq is None:
+        # MAX_TURN_STEPS reached: the tool results are stored and the turn ended; the model is not asked.
+        logger.info("turn ended at max steps", conversation_id=conversation_id, turn=turn.recorder.turn)
+        body = _post_body(conversation_id, turn.recorded, turn.user, None)
+        return turn.outcome(201, body)
+    window = _window(
+        turn.conversation,
+        turn.history,
+        request.content,
+        turn.user,
+        turn.model,
+        summary=turn.summary,
+        tail_from_seq=turn.tail_from_seq,
     )
     # A reply too large for its item is stored as an error turn (502) instead (issue 7).
-    completion, failure = resilience.cap_reply(*_ask_model(window, turn.model, context), settings)
-    kept = window.stats.kept_history
-    history_tokens = sum(int(m["tokens"]) for m in usable[len(usable) - kept :]) if kept else 0
-    if turn.summary is not None and summaries.summary_included(window):
-        history_tokens += int(turn.summary.tokens)
-    assistant, reported, local = _reply_message(owner, turn, history_tokens, completion, failure)
+    completion, failure = resilience.cap_reply(*_ask_model(window.result, turn.model, context), settings)
+    assistant, reported, local = _reply_message(owner, turn, window.prompt_tokens, completion, failure)
     resilience.fit_item(assistant)
+    open_turn = _record_answer(turn, assistant, completion, failure, reported, local)
     try:
-        store.record_reply(turn.conversation, assistant, assistant.created_at, reported=reported, local=local)
+        store.record_reply(
+            turn.conversation,
+            assistant,
+            assistant.created_at,
+            reported=reported,
+            local=local,
+            events=turn.recorder.take_events(),
+            open_turn=open_turn,
+        )
     except Exception as exc:
         # The user message is stored already: end the turn as an error rather than leave it open.
         resilience.close_failed_turn(turn.conversation, assistant, exc)
@@ -344,30 +436,51 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(
         "turn stored",
-        conversation_id=turn.conversation.conversation_id,
-        seq=int(turn.user.seq),
+        conversation_id=conversation_id,
+        turn=turn.recorder.turn,
+        seq=int(assistant.seq),
         status=assistant.status,
-        kept_history=kept,
+        tool_calls=len(assistant.tool_calls or []),
+        kept_history=window.result.stats.kept_history,
         prompt_tokens=reported[0],
         local_prompt_tokens=local[0],
     )
-    body = {
-        "conversation_id": turn.conversation.conversation_id,
-        "user_message": message_view(turn.user),
-        "assistant_message": message_view(assistant),
-    }
-    return PostOutcome(status=502 if failure is not None else 201, body=body, seq=int(turn.user.seq))
+    body = _post_body(conversation_id, turn.recorded, turn.user, assistant)
+    return turn.outcome(502 if failure is not None else 201, body)
 
 
 @dataclass(frozen=True)
 class _Turn:
-    """A post after TransactWrite #1: the user message is durable, the reply slot reserved."""
+    """A post after TransactWrite #1: its messages are durable, the reply slot reserved (`reply_seq`).
+
+    `history` is what the window chooses from (stored history read by the Query, then the messages this
+    post recorded); on a post of tool results `tail_from_seq` is where the calls they answer start.
+    `reply_seq` is None when the turn ended at MAX_TURN_STEPS and no model call follows.
+    """
 
     conversation: Conversation
-    user: Message
+    user: Message | None
+    recorded: list[Message]
     history: list[Message]
     model: str
+    recorder: TurnRecorder
+    first_seq: int
+    reply_seq: int | None
     summary: Summary | None = None  # seed 001: what the window carries for the messages before history
+    resumed: bool = False
+    tail_from_seq: int | None = None
+
+    def outcome(self, status: int, body: dict[str, Any]) -> PostOutcome:
+        stored = len(self.recorded) + (1 if self.user is not None else 0)
+        last = self.reply_seq if self.reply_seq is not None else self.first_seq + stored - 1
+        return PostOutcome(
+            status=status,
+            body=body,
+            seq=self.first_seq,
+            user_seq=int(self.user.seq) if self.user is not None else None,
+            reply_seq=self.reply_seq,
+            last_seq=last,
+        )
 
 
 def _user_message(owner: str, conversation_id: str, seq: int, content: str, model: str) -> Message:
@@ -375,7 +488,7 @@ def _user_message(owner: str, conversation_id: str, seq: int, content: str, mode
         owner,
         conversation_id,
         seq,
-        message_id=new_id(),
+        message_id=store.message_id_for(seq),
         role="user",
         content=content,
         status="ok",
@@ -384,11 +497,69 @@ def _user_message(owner: str, conversation_id: str, seq: int, content: str, mode
     )
 
 
+def _recorded_messages(
+    owner: str,
+    conversation_id: str,
+    first_seq: int,
+    recorded: Sequence[Mapping[str, Any]],
+    names: Sequence[str | None],
+    model: str,
+) -> list[Message]:
+    """Message items for the tool messages a post records, from `first_seq` on (TOK-4 counts at write)."""
+    items = []
+    for offset, (message, name) in enumerate(zip(recorded, names, strict=True)):
+        seq = first_seq + offset
+        counted = {key: message[key] for key in OPENAI_KEYS if message.get(key) is not None}
+        counted.setdefault("content", None)
+        items.append(
+            Message.new(
+                owner,
+                conversation_id,
+                seq,
+                message_id=store.message_id_for(seq),
+                role=message["role"],
+                content=message.get("content"),
+                status="ok",
+                created_at=now_iso(),
+                tokens=_count(counted, model),
+                tool_calls=message.get("tool_calls"),
+                tool_call_id=message.get("tool_call_id"),
+                name=name,
+            )
+        )
+    return items
+
+
+def _record_client_steps(
+    recorder: TurnRecorder, recorded: Sequence[Mapping[str, Any]], items: Sequence[Message]
+) -> None:
+    for message, item in zip(recorded, items, strict=True):
+        recorder.client_message(message, message_id=item.message_id, tokens=int(item.tokens))
+
+
+def _session_start(conversation: Conversation, settings: Settings) -> LogEvent:
+    model = conversation.model
+    return turnlog.session_start(
+        model=model,
+        encoding=tokens.encoding_for_model(model),
+        config={
+            "title": conversation.title,
+            "systemPrompt": bool(conversation.system_prompt),
+            "windowPolicy": conversation.window_policy,
+            "maxTurnSteps": settings.max_turn_steps,
+        },
+    )
+
+
 def _start_conversation(owner: str, request: PostMessageIn, settings: Settings) -> _Turn:
-    """First message without an id: conversation and user message in one TransactWrite (API-1)."""
+    """First message without an id: conversation, messages and events in one TransactWrite (API-1)."""
+    assert request.content is not None  # checked by post_message before any I/O
     model = request.model or settings.llm_model
     conversation_id = new_id()
-    user = _user_message(owner, conversation_id, 1, request.content, model)
+    recorded_in = request.recorded()
+    names = tool_messages.pair_results(recorded_in, [])
+    recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
+    user = _user_message(owner, conversation_id, 1 + len(recorded), request.content, model)
     title = " ".join(request.content.split())[:TITLE_FROM_MESSAGE_CHARS] or None
     conversation = Conversation.new(
         owner,
@@ -397,10 +568,24 @@ def _start_conversation(owner: str, request: PostMessageIn, settings: Settings) 
         model=model,
         created_at=user.created_at,
         updated_at=user.created_at,
+        turn_count=1,
     )
-    store.create_with_first_message(conversation, user)
+    recorder = TurnRecorder.new(1)
+    recorder.turn_start(request.content, tokens=int(user.tokens), message_id=user.message_id)
+    _record_client_steps(recorder, recorded_in, recorded)
+    events = [_session_start(conversation, settings), *recorder.take_events()]
+    store.create_with_first_message(conversation, user, recorded=recorded, events=events)
     logger.info("conversation created", conversation_id=conversation_id, model=model)
-    return _Turn(conversation, user, [], model)
+    return _Turn(
+        conversation,
+        user,
+        recorded,
+        list(recorded),
+        model,
+        recorder,
+        first_seq=1,
+        reply_seq=int(user.seq) + 1,
+    )
 
 
 def _read_history(owner: str, conversation_id: str, override: Mapping[str, Any] | None) -> store.Recent:
@@ -422,9 +607,20 @@ def _read_history(owner: str, conversation_id: str, override: Mapping[str, Any] 
     return recent
 
 
+def _pending_calls(conversation: Conversation) -> tuple[TurnState | None, list[dict[str, str]]]:
+    state = TurnState.from_json(conversation.open_turn)
+    return state, (list(state.pending) if state is not None else [])
+
+
 def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settings) -> _Turn:
-    """The Query, then TransactWrite #1; on contention re-read and retry (bounded)."""
+    """The Query, then TransactWrite #1; on contention re-read and retry (bounded).
+
+    A post with `content` opens the next turn. While the model's last answer waits for tool results, a
+    post must carry exactly those results (no content): they continue the open turn, and the model is
+    asked again unless the turn already used MAX_TURN_STEPS model calls.
+    """
     conversation_id = str(request.conversation_id)
+    recorded_in = request.recorded()
     for attempt in range(max(1, settings.post_attempts)):
         recent = _read_history(owner, conversation_id, None)
         conversation = recent.conversation
@@ -432,59 +628,192 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
             resilience.repair_abandoned(conversation, recent.messages, settings)
+        state, pending = _pending_calls(conversation)
+        if pending and request.content is not None:
+            ids = ", ".join(call["id"] for call in pending)
+            raise ToolResultsPending(
+                f"the model asked for tool calls {ids}; post their results first: "
+                f'{{"conversation_id", "messages": [{{"role": "tool", "tool_call_id", "content"}}, ...]}} '
+                f"without content"
+            )
+        if not pending and request.content is None:
+            raise InvalidInput("content is required: no tool calls are waiting for results", field="content")
+        names = tool_messages.pair_results(recorded_in, pending)
         model = request.model or conversation.model
-        user = _user_message(owner, conversation_id, int(conversation.next_seq), request.content, model)
+        seq = int(conversation.next_seq)
+        recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
+        user = None
+        if request.content is not None:
+            user = _user_message(owner, conversation_id, seq + len(recorded), request.content, model)
+        turn_number: int | None = None
+        if state is not None and pending:
+            recorder = TurnRecorder.resume(state)
+        else:
+            turn_number = int(conversation.turn_count or 0) + 1
+            recorder = TurnRecorder.new(turn_number)
+            assert user is not None
+            recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
+        _record_client_steps(recorder, recorded_in, recorded)
+        at_limit = bool(pending) and recorder.state.model_calls >= settings.max_turn_steps
+        open_turn: store.OpenTurn = store.KEEP
+        if at_limit:
+            recorder.end("max_steps", conversation_tokens=_conversation_tokens(conversation))
+            open_turn = None
+        elif pending:
+            open_turn = (
+                recorder.state.to_json()
+            )  # results in: a concurrent post of the same ones is an orphan
+        messages = [*recorded, *([user] if user is not None else [])]
         try:
-            store.append_user_message(conversation, user, user.created_at)
+            store.append_messages(
+                conversation,
+                messages,
+                messages[-1].created_at,
+                events=recorder.take_events(),
+                turn=turn_number,
+                open_turn=open_turn,
+                reserve_reply=not at_limit,
+            )
         except store.SequenceConflict:
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
             time.sleep(resilience.contention_backoff(attempt))
             continue
-        return _Turn(conversation, user, recent.messages, model, recent.summary)
+        return _Turn(
+            conversation,
+            user,
+            recorded,
+            [*recent.messages, *recorded],
+            model,
+            recorder,
+            first_seq=seq,
+            reply_seq=None if at_limit else seq + len(messages),
+            summary=recent.summary,
+            resumed=bool(pending),
+            tail_from_seq=state.call_seq if state is not None and pending else None,
+        )
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
 
 
 def _window_message(message: Message) -> dict[str, Any]:
-    return {
+    """A stored message as the window engine takes it: OpenAI keys plus bookkeeping (tokens, pinned...)."""
+    window: dict[str, Any] = {
         "role": message.role,
         "content": message.content or "",
         "tokens": int(message.tokens),
         "message_id": message.message_id,
         "seq": int(message.seq),
     }
+    if message.tool_calls:
+        window["tool_calls"] = list(message.tool_calls)
+        window["content"] = message.content or None
+    if message.tool_call_id:
+        window["tool_call_id"] = message.tool_call_id
+    if message.name and message.role != "tool":
+        window["name"] = message.name
+    if message.pinned:
+        window["pinned"] = True
+    return window
+
+
+def _pinned_messages(
+    conversation: Conversation, history: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """WIN-3: the conversation's pinned messages older than the history the Query returned (copies kept on
+    the conversation item, oldest first); pinned messages inside that history are flagged there instead."""
+    in_history = {m["message_id"] for m in history}
+    pinned = []
+    for entry in sorted(conversation.pinned or [], key=lambda e: int(e.get("seq", 0))):
+        if entry.get("message_id") in in_history:
+            continue
+        message = {
+            "role": entry["role"],
+            "content": entry.get("content") or "",
+            "tokens": int(entry.get("tokens") or 0),
+            "message_id": entry["message_id"],
+            "seq": int(entry.get("seq", 0)),
+            "pinned": True,
+        }
+        if entry.get("name"):
+            message["name"] = entry["name"]
+        pinned.append(message)
+    return pinned
+
+
+def _room_for_tail(policy: WindowPolicy, tail: Sequence[Mapping[str, Any]]) -> WindowPolicy:
+    """The policy for the history before `tail`, which is always sent (like the current message is)."""
+    changes: dict[str, Any] = {}
+    if policy.max_messages is not None:
+        changes["max_messages"] = max(0, policy.max_messages - len(tail))
+    if policy.max_chars is not None:
+        changes["max_chars"] = max(0, policy.max_chars - sum(len(message_text(m)) for m in tail))
+    budget = policy.token_budget
+    if budget is not None:
+        count = policy.token_counter()
+        changes["max_tokens"] = max(0, budget - sum(count(m) for m in tail))
+    return policy.with_changes(**changes) if changes else policy
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The window to send and its local prompt count: the stored counts of what it holds (TOK-5)."""
+
+    result: WindowResult
+    prompt_tokens: int
 
 
 def _window(
     conversation: Conversation,
     history: Sequence[Message],
-    content: str,
+    content: str | None,
     user: Message | None,
     model: str,
     policy_override: Mapping[str, Any] | None = None,
     *,
     summary: Summary | None = None,
-) -> tuple[WindowResult, list[dict[str, Any]]]:
-    """The window sent with `content`, and the history it chose from (failed replies are left out).
+    tail_from_seq: int | None = None,
+) -> _Window:
+    """The window sent with `content` (failed replies are left out of the history it chooses from).
 
     With a summary (seed 001) the window carries it after the system prompt and chooses only from the
-    messages newer than the range it covers.
+    messages newer than the range it covers. Pinned messages are kept before other history (WIN-3). On
+    a post of tool results (`tail_from_seq`), the tool calls and their results are sent whole in place of
+    a current message, and the history before them fills what room is left.
     """
     policy = window_policy(policy_override or conversation.window_policy, model)
     system = None
+    system_tokens = 0
     if conversation.system_prompt:
-        system = {
-            "role": "system",
-            "content": conversation.system_prompt,
-            "tokens": int(conversation.system_tokens),
-        }
-    current: dict[str, Any] = {"role": "user", "content": content}
-    current["tokens"] = int(user.tokens) if user is not None else _count(current, model)
-    if user is not None:
-        current["message_id"] = user.message_id
+        system_tokens = int(conversation.system_tokens)
+        system = {"role": "system", "content": conversation.system_prompt, "tokens": system_tokens}
     usable = [_window_message(m) for m in summaries.after_summary(history, summary) if m.status == "ok"]
+    pinned = _pinned_messages(conversation, usable)
+    if pinned or any(m.get("pinned") for m in usable):
+        policy = policy.with_changes(honor_pinned=True)
     carried = summaries.summary_message(summary) if summary is not None else None
-    window = select_window(history=usable, policy=policy, system=system, current=current, summary=carried)
-    return window, usable
+    current: dict[str, Any] | None = None
+    tail: list[dict[str, Any]] = []
+    if tail_from_seq is None:
+        current = {"role": "user", "content": content or ""}
+        current["tokens"] = int(user.tokens) if user is not None else _count(current, model)
+        if user is not None:
+            current["message_id"] = user.message_id
+    else:
+        cut = next((i for i, m in enumerate(usable) if m["seq"] >= tail_from_seq), len(usable))
+        usable, tail = usable[:cut], usable[cut:]
+        policy = _room_for_tail(policy, tail)
+    result = select_window(
+        history=usable, policy=policy, system=system, current=current, pinned=pinned, summary=carried
+    )
+    if tail:
+        result = WindowResult(result.messages + [to_openai(m) for m in tail], result.stats)
+    dropped = {d.ref for d in result.stats.dropped}
+    sent = [m for m in (*pinned, *usable) if m["message_id"] not in dropped]
+    prompt = system_tokens + sum(int(m["tokens"]) for m in (*sent, *tail))
+    if current is not None:
+        prompt += int(current["tokens"])
+    if summary is not None and summaries.summary_included(result):
+        prompt += int(summary.tokens)
+    return _Window(result, prompt + int(tokens.REPLY_PRIMING_TOKENS))
 
 
 def _ask_model(
@@ -511,20 +840,22 @@ def _ask_model(
 def _reply_message(
     owner: str,
     turn: _Turn,
-    history_tokens: int,
+    local_prompt: int,
     completion: Completion | None,
     failure: ProviderFailed | None,
 ) -> tuple[Message, tuple[int, int, int], tuple[int, int]]:
-    """The assistant message (ok, or error per API-2) with usage as reported and the local count (TOK-6)."""
+    """The assistant message (ok, or error per API-2) with usage as reported and the local count (TOK-6).
+
+    `local_prompt` is the window's local count from the counts stored at write time (TOK-5). A reply
+    with tool calls keeps them (content may be null); its count includes names and arguments (TOK-4).
+    """
     conversation, model = turn.conversation, turn.model
-    system_tokens = int(conversation.system_tokens) if conversation.system_prompt else 0
-    # The local count of the prompt reuses the counts stored at write time (TOK-5): no re-tokenizing.
-    local_prompt = system_tokens + history_tokens + int(turn.user.tokens) + int(tokens.REPLY_PRIMING_TOKENS)
+    assert turn.reply_seq is not None
     reply = Message.new(
         owner,
         conversation.conversation_id,
-        int(turn.user.seq) + 1,
-        message_id=new_id(),
+        turn.reply_seq,
+        message_id=store.message_id_for(turn.reply_seq),
         role="assistant",
         created_at=now_iso(),
     )
@@ -540,11 +871,20 @@ def _reply_message(
         reply.error = {"message": failure.message, "provider_response": failure.provider_response}
         return reply, (0, 0, 0), (local_prompt, 0)
     usage = completion.usage
+    calls = completion.tool_calls or None
     local_completion = int(tokens.count_tokens(completion.content, model))
-    reply.content = completion.content
+    for call in calls or []:
+        function = call.get("function") or {}
+        local_completion += int(tokens.count_tokens(str(function.get("name") or ""), model))
+        local_completion += int(tokens.count_tokens(str(function.get("arguments") or ""), model))
+    reply.content = completion.content if completion.content or not calls else None
     reply.status = "ok"
     reply.model = completion.model or model
-    reply.tokens = _count({"role": "assistant", "content": completion.content}, model)
+    counted: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if calls:
+        reply.tool_calls = calls
+        counted["tool_calls"] = calls
+    reply.tokens = _count(counted, model)
     reply.usage = usage_map(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
     reply.usage_reported = completion.usage_reported
     reply.local_usage = usage_map(local_prompt, local_completion, local_prompt + local_completion)
@@ -555,6 +895,69 @@ def _reply_message(
         (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
         (local_prompt, local_completion),
     )
+
+
+def _conversation_tokens(conversation: Conversation, step: Tokens | None = None) -> Tokens:
+    """The conversation's totals as read by this post, plus this step (turn_end `conversationTokens`)."""
+    totals = Tokens(
+        prompt=int(conversation.prompt_tokens),
+        completion=int(conversation.completion_tokens),
+        total=int(conversation.total_tokens),
+        local_prompt=int(conversation.local_prompt_tokens),
+        local_completion=int(conversation.local_completion_tokens),
+    )
+    return totals.add(step) if step is not None else totals
+
+
+def _record_answer(
+    turn: _Turn,
+    assistant: Message,
+    completion: Completion | None,
+    failure: ProviderFailed | None,
+    reported: tuple[int, int, int],
+    local: tuple[int, int],
+) -> store.OpenTurn:
+    """The model's step in the turn log, and what the conversation keeps of the turn afterwards:
+    its state while tool calls wait for results, nothing once it ended."""
+    recorder = turn.recorder
+    step = Tokens(
+        prompt=reported[0],
+        completion=reported[1],
+        total=reported[2],
+        local_prompt=local[0],
+        local_completion=local[1],
+    )
+    conversation_tokens = _conversation_tokens(turn.conversation, step)
+    if completion is None:
+        assert failure is not None
+        recorder.model_failure(
+            message_id=assistant.message_id,
+            model=str(assistant.model),
+            error_message=failure.message,
+            kind=failure.kind,
+            status_code=failure.status_code,
+            tokens=step,
+        )
+        recorder.end("error", error_message=failure.message, conversation_tokens=conversation_tokens)
+    else:
+        recorder.model_answer(
+            content=completion.content,
+            tool_calls=assistant.tool_calls,
+            message_id=assistant.message_id,
+            seq=int(assistant.seq),
+            model=str(assistant.model),
+            tokens=step,
+            usage_reported=completion.usage_reported,
+            finish_reason=completion.finish_reason,
+            latency_ms=completion.latency_ms,
+        )
+        if not recorder.awaiting_results:
+            recorder.end("ok", conversation_tokens=conversation_tokens)
+    if recorder.awaiting_results:
+        return recorder.state.to_json()
+    # A turn resumed from the conversation item is closed there; a turn that began and ended in this
+    # post never wrote any state (leaving it alone keeps another turn's pending calls intact).
+    return None if turn.resumed else store.KEEP
 
 
 # -- read, list, delete, window ------------------------------------------------------------
@@ -610,12 +1013,12 @@ def delete_conversation(owner: str, conversation_id: str) -> None:
     _check_id(conversation_id)
     settings = get_settings()
     now = datetime.now(UTC)
-    store.soft_delete(
-        owner,
-        conversation_id,
-        now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        now + timedelta(days=settings.retention_days),
+    expires = now + timedelta(days=settings.retention_days)
+    ended = turnlog.session_end(
+        reason="deleted",
+        meta={"retentionDays": settings.retention_days, "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
     )
+    store.soft_delete(owner, conversation_id, now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), expires, events=[ended])
     logger.info("conversation deleted", conversation_id=conversation_id)
     metrics.add_metric(name="ConversationsDeleted", unit=MetricUnit.Count, value=1)
 
@@ -629,11 +1032,117 @@ def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> di
     conversation = recent.conversation
     assert conversation is not None
     model = request.model or conversation.model
-    window, _ = _window(
+    window = _window(
         conversation, recent.messages, request.content, None, model, override, summary=recent.summary
-    )
+    ).result
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
     stats["summary"] = summaries.summary_stats(recent.summary, window)
     return {"messages": window.messages, "stats": stats}
+
+
+# -- turn log, pinning -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventsPage:
+    """One page of a conversation's turn log: seed-002 lines in log order and the cursor of the next page."""
+
+    lines: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def list_events(
+    owner: str, conversation_id: str, *, limit: int, cursor: str | None = None, turn: int | None = None
+) -> EventsPage:
+    """GET /conversations/{id}/events: the turn log (session_start, each turn's steps, ...), or one turn's.
+
+    One GetItem (the conversation must be the caller's and live) and one Query of the events.
+    """
+    _check_id(conversation_id)
+    pk = conversation_pk(owner, conversation_id)
+    scope = f"{EVENTS_SCOPE}:{conversation_id}:{'*' if turn is None else turn}"
+    prefix = EVENT_SK_PREFIX if turn is None else turn_prefix(turn)
+
+    def mine(key: Mapping[str, str]) -> bool:
+        return set(key) == {"pk", "sk"} and key["pk"] == pk and key["sk"].startswith(prefix)
+
+    start = decode_cursor(owner, scope, cursor, mine) if cursor is not None else None
+    conversation = store.get_conversation(owner, conversation_id)
+    if conversation is None or conversation.is_deleted:
+        raise _not_found(conversation_id)
+    page = store.page_events(owner, conversation_id, limit, start, turn=turn)
+    metrics.add_metric(name="EventsRead", unit=MetricUnit.Count, value=1)
+    return EventsPage(
+        lines=[event.to_line() for event in page.items],
+        next_cursor=encode_cursor(owner, scope, page.last_key) if page.last_key else None,
+    )
+
+
+def _pin_entry(message: Message) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "seq": int(message.seq),
+        "message_id": message.message_id,
+        "role": message.role,
+        "content": message.content or "",
+        "tokens": int(message.tokens),
+    }
+    if message.name:
+        entry["name"] = message.name
+    return entry
+
+
+def _check_pinnable(message: Message) -> None:
+    if message.role == "tool" or message.tool_calls:
+        raise PinRefused(
+            "tool calls and tool results cannot be pinned: the window keeps or drops them as a group"
+        )
+    if message.status != "ok":
+        raise PinRefused("a failed reply cannot be pinned; it is never sent to the model")
+
+
+def pin_message(owner: str, conversation_id: str, message_id: str, pinned: bool) -> dict[str, Any]:
+    """PATCH /conversations/{id}/messages/{message_id}: pin or unpin a message (WIN-3), 200 with it.
+
+    A pinned message is copied onto the conversation item, so the post's one Query still gives the window
+    everything; at most MAX_PINNED messages and MAX_PINNED_BYTES of pinned text per conversation.
+    """
+    _check_id(conversation_id)
+    settings = get_settings()
+    for attempt in range(max(1, settings.post_attempts)):
+        conversation = store.get_conversation(owner, conversation_id)
+        if conversation is None or conversation.is_deleted:
+            raise _not_found(conversation_id)
+        message = store.find_message(owner, conversation_id, message_id)
+        if message is None:
+            raise MessageNotFound(f"message {message_id!r} not found in conversation {conversation_id!r}")
+        entries = [e for e in conversation.pinned or [] if e.get("message_id") != message_id]
+        listed = len(entries) != len(conversation.pinned or [])
+        if listed == pinned and bool(message.pinned) == pinned:
+            return message_view(message)  # already so: nothing to write
+        if pinned:
+            _check_pinnable(message)
+            entries = sorted([*entries, _pin_entry(message)], key=lambda e: int(e["seq"]))
+            if len(entries) > MAX_PINNED:
+                raise PinRefused(
+                    f"a conversation can have at most {MAX_PINNED} pinned messages; unpin one first"
+                )
+            size = sum(len(str(e["content"]).encode("utf-8", "surrogatepass")) for e in entries)
+            if size > MAX_PINNED_BYTES:
+                raise PinRefused(
+                    f"pinned messages would hold {size} bytes of text; the limit is {MAX_PINNED_BYTES} "
+                    f"per conversation"
+                )
+        try:
+            store.set_pinned(conversation, message, pinned, entries)
+        except store.PinConflict:
+            time.sleep(resilience.contention_backoff(attempt))
+            continue
+        message.pinned = pinned
+        logger.info("message pinned" if pinned else "message unpinned", conversation_id=conversation_id)
+        metrics.add_metric(
+            name="MessagesPinned" if pinned else "MessagesUnpinned", unit=MetricUnit.Count, value=1
+        )
+        return message_view(message)
+    raise ConversationBusy("the conversation's pinned messages kept changing; retry the request")

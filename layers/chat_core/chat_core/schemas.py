@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -53,13 +53,85 @@ class CreateConversationIn(_Strict):
     window_policy: WindowPolicyIn | None = None
 
 
+#: OpenAI's rule for function names.
+ToolName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+#: A tool call id as models make them ("call_abc123"): printable, no spaces.
+ToolCallId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
+
+
+class ToolFunctionIn(_Strict):
+    """The function a tool call invokes; `arguments` is the JSON string the model wrote (kept verbatim)."""
+
+    name: ToolName
+    #: Checked by chat_core: at most 32 KiB (UTF-8), else 422 tool_payload_too_large.
+    arguments: str
+
+
+class ToolCallIn(_Strict):
+    """One entry of an assistant message's `tool_calls` (OpenAI format)."""
+
+    id: ToolCallId
+    type: Literal["function"] = "function"
+    function: ToolFunctionIn
+
+
+class AssistantMessageIn(_Strict):
+    """An assistant step an agent records: text, tool calls, or both (`content` may be null with calls)."""
+
+    role: Literal["assistant"]
+    content: str | None = None
+    tool_calls: list[ToolCallIn] | None = Field(default=None, min_length=1, max_length=30)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> AssistantMessageIn:
+        if not self.content and not self.tool_calls:
+            raise ValueError("an assistant message needs content or tool_calls")
+        return self
+
+
+class ToolMessageIn(_Strict):
+    """The result of one tool call; `tool_call_id` names the call it answers."""
+
+    role: Literal["tool"]
+    tool_call_id: ToolCallId
+    #: Checked by chat_core: at most 32 KiB (UTF-8), else 422 tool_payload_too_large.
+    content: str
+
+
+RecordedMessageIn = Annotated[AssistantMessageIn | ToolMessageIn, Field(discriminator="role")]
+
+
 class PostMessageIn(_Strict):
-    """POST /messages: no conversation_id creates the conversation on this first message (API-1)."""
+    """POST /messages: no conversation_id creates the conversation on this first message (API-1).
+
+    `messages` records agent steps before `content`: assistant messages with `tool_calls` and one `tool`
+    result per call. While the model's last answer waits for tool results, a post carries only those
+    results in `messages` (no `content`) and the model answers them (the same turn goes on).
+    """
 
     conversation_id: ConversationId | None = None
     #: Checked by chat_core before any I/O: 1..5000 characters, else 422 message_too_long (API-3).
-    content: str
+    content: str | None = None
     model: ModelName | None = None
+    messages: list[RecordedMessageIn] | None = Field(default=None, min_length=1, max_length=30)
+
+    @model_validator(mode="after")
+    def _something_to_post(self) -> PostMessageIn:
+        if self.content is None and not self.messages:
+            raise ValueError(
+                "content is required (only a post of tool results in `messages` may leave it out)"
+            )
+        return self
+
+    def recorded(self) -> list[dict[str, Any]]:
+        """The recorded messages as OpenAI-format dicts (absent optional keys left out)."""
+        return [m.model_dump(exclude_none=True) for m in self.messages or []]
+
+
+class PinMessageIn(_Strict):
+    """PATCH /conversations/{id}/messages/{message_id}: pin (keep in every window) or unpin."""
+
+    pinned: bool
 
 
 class BuildWindowIn(_Strict):

@@ -210,6 +210,11 @@ class TurnRecorder:
     def turn(self) -> int:
         return self.state.turn
 
+    def take_events(self) -> list[LogEvent]:
+        """The events built since the last call (what the next transaction writes)."""
+        events, self.events = self.events, []
+        return events
+
     def _emit(
         self,
         type_: EventType,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +30,7 @@ from chat_core.store.keys import (
     MESSAGE_SK_PREFIX,
     META_SK,
     conversation_pk,
+    is_valid_id,
     listing_sk,
     message_sk,
     owner_pk,
@@ -300,6 +303,63 @@ def read_messages(owner: str, conversation_id: str, first_seq: int, last_seq: in
     return [m for m in _items(raw) if isinstance(m, Message)]
 
 
+# Message ids are ULID-like (26 Crockford base32 characters, time first) with the message's sequence number
+# inside their 80 "random" bits (40 bits of seq, 40 random), so PATCH can find a message by id with one
+# GetItem. Ids made before this layout (all random) are found by a filtered Query instead.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_SEQ_BITS = 40
+_RANDOM_BITS = 40
+
+
+def message_id_for(seq: int, now_ms: int | None = None) -> str:
+    """A fresh message id that carries `seq` (see `seq_in_message_id`)."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    tail = ((seq % (1 << _SEQ_BITS)) << _RANDOM_BITS) | int.from_bytes(os.urandom(5), "big")
+    value = (ms << (_SEQ_BITS + _RANDOM_BITS)) | tail
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def seq_in_message_id(message_id: str) -> int | None:
+    """The sequence number a message id carries (None for a malformed id)."""
+    if not is_valid_id(message_id):
+        return None
+    value = 0
+    for ch in message_id:
+        value = (value << 5) | _CROCKFORD.index(ch)
+    return (value >> _RANDOM_BITS) & ((1 << _SEQ_BITS) - 1)
+
+
+def find_message(owner: str, conversation_id: str, message_id: str) -> Message | None:
+    """The message with `message_id` in one conversation: one GetItem by the seq its id carries, else
+    (ids made before seqs were carried) a Query of the conversation's messages filtered on the id."""
+    seq = seq_in_message_id(message_id)
+    if seq is None:
+        return None
+    found = get_message(owner, conversation_id, seq) if seq > 0 else None
+    if found is not None and found.message_id == message_id:
+        return found
+    pk, _ = Conversation.key(owner, conversation_id)
+    start: dict[str, Any] | None = None
+    while True:
+        raw = _query(
+            pk,
+            range_key_condition=TableItem.sk.startswith(MESSAGE_SK_PREFIX),
+            filter_condition=Message.message_id == message_id,
+            consistent_read=True,
+            exclusive_start_key=start,
+        )
+        for item in _items(raw):
+            if isinstance(item, Message):
+                return item
+        start = raw.get("LastEvaluatedKey")
+        if not start:
+            return None
+
+
 def get_message(owner: str, conversation_id: str, seq: int) -> Message | None:
     """GetItem of the message at `seq` (None when there is none)."""
     _bind()
@@ -376,7 +436,13 @@ def _transact(items: Sequence[_Item]) -> None:
                     tx.update(model, actions=actions or [], condition=condition)
     except TransactWriteError as exc:
         if exc.cause_response_code == "TransactionCanceledException":
-            reasons = [r.code if r is not None else None for r in exc.cancellation_reasons]
+            sent = [r.code if r is not None else None for r in exc.cancellation_reasons]
+            # PynamoDB sends all puts before all updates; report the reasons in the caller's order.
+            order = [i for i, item in enumerate(items) if item[0] == "put"]
+            order += [i for i, item in enumerate(items) if item[0] != "put"]
+            reasons: list[str | None] = [None] * len(items)
+            for position, index in enumerate(order[: len(sent)]):
+                reasons[index] = sent[position]
             if any(code in _CONTENTION for code in reasons):
                 raise _Cancelled(reasons) from exc
         raise _store_error(exc) from exc

@@ -40,7 +40,8 @@ class EventItem(TableItem, discriminator="event"):
     turn = NumberAttribute(null=True)
     step = NumberAttribute(null=True)
     content = UnicodeAttribute(null=True)
-    role = UnicodeAttribute(null=True)
+    # Stored as event_role so an item filter on `role` only ever meets messages.
+    role = UnicodeAttribute(null=True, attr_name="event_role")
     meta = JSONAttribute(null=True)
 
     @classmethod
