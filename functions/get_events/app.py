@@ -1,0 +1,39 @@
+"""GET /conversations/{conversation_id}/events: the conversation's turn log as JSON Lines (seed 002)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core import conversations
+from chat_core.api import build_app, caller
+from chat_core.cursors import MAX_CURSOR_CHARS
+from chat_core.observability import logger, metrics, tracer
+from chat_core.turnlog import JSONL_CONTENT_TYPE, to_jsonl
+
+app = build_app()
+
+
+@app.get("/conversations/<conversation_id>/events")
+def get_events(
+    conversation_id: str,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
+    turn: Annotated[int | None, Query(ge=0, le=9_999_999_999, description="Only this turn's events")] = None,
+) -> Response[Any]:
+    page = conversations.list_events(caller(app), conversation_id, limit=limit, cursor=cursor, turn=turn)
+    # The next page's cursor rides in a header so every line of the body stays one event.
+    headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else None
+    return Response(
+        status_code=200, content_type=JSONL_CONTENT_TYPE, body=to_jsonl(page.lines), headers=headers
+    )
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)
