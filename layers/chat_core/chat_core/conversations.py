@@ -570,10 +570,11 @@ def _start_conversation(owner: str, request: PostMessageIn, settings: Settings) 
         updated_at=user.created_at,
         turn_count=1,
     )
+    started = _session_start(conversation, settings)
     recorder = TurnRecorder.new(1)
     recorder.turn_start(request.content, tokens=int(user.tokens), message_id=user.message_id)
     _record_client_steps(recorder, recorded_in, recorded)
-    events = [_session_start(conversation, settings), *recorder.take_events()]
+    events = [started, *recorder.take_events()]
     store.create_with_first_message(conversation, user, recorded=recorded, events=events)
     logger.info("conversation created", conversation_id=conversation_id, model=model)
     return _Turn(

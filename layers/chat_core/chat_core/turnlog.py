@@ -321,7 +321,9 @@ class TurnRecorder:
         }
         if tool_calls:
             meta["toolCalls"] = _calls_meta(tool_calls)
-        self._emit("assistant", step=self.state.step, content=content, role="assistant", meta=meta)
+        # An answer made only of tool calls has no text: null, as in the message itself.
+        text = content if content or not tool_calls else None
+        self._emit("assistant", step=self.state.step, content=text, role="assistant", meta=meta)
         if tool_calls:
             self._actions(tool_calls, "model")
             self.state.call_seq = seq
