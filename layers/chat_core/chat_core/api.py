@@ -360,6 +360,9 @@ def build_app() -> APIGatewayHttpResolver:
         return error_response(400, "invalid_json", "request body is not valid JSON (it is not UTF-8 text)")
 
     def _no_route(exc: NotFoundError) -> Response[Any]:
+        # An id Powertools' router cannot match (control characters, ...) is still asked identity first.
+        if caller_or_none(app) is None:
+            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
         event = app.current_event
         return error_response(404, "route_not_found", f"no route for {event.http_method} {event.path}")
 

@@ -1,0 +1,37 @@
+"""A valid request for each known route, with the ids it names substituted in (unknown routes: `{}`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+WORLD_PARTICIPANTS = ["alice_pc", "bob_npc"]
+
+
+def dialogue_entries(marker: str) -> dict[str, Any]:
+    return {
+        "participants": WORLD_PARTICIPANTS,
+        "entries": [
+            {"participant_id": "alice_pc", "role": "user", "content": f"{marker} hello", "game_tick": 10},
+            {"participant_id": "bob_npc", "role": "character", "content": f"{marker} hi", "game_tick": 11},
+        ],
+    }
+
+
+def body_for(route_key: str, ids: dict[str, str], marker: str = "sample") -> Any:
+    """The JSON body (or text for the import route) a valid request of `route_key` would send."""
+    conversation_id = ids.get("conversation_id", "")
+    bodies: dict[str, Any] = {
+        "POST /conversations": {"title": f"{marker} title", "system_prompt": f"{marker} system"},
+        "POST /messages": {"conversation_id": conversation_id, "content": f"{marker} question"},
+        "POST /conversations/{conversation_id}/window": {"content": f"{marker} prospective"},
+        "POST /worlds/{world_id}/dialogues/entries": dialogue_entries(marker),
+        "POST /worlds/{world_id}/prompt": {"participants": WORLD_PARTICIPANTS, "system_prompt": "npc"},
+        "POST /worlds/{world_id}/import": "",
+        "PATCH /conversations/{conversation_id}/messages/{message_id}": {"pinned": True},
+    }
+    return bodies.get(route_key, {})
+
+
+QUERIES: dict[str, dict[str, str]] = {
+    "GET /worlds/{world_id}/history": {"participants": ",".join(WORLD_PARTICIPANTS)},
+}

@@ -1,0 +1,183 @@
+"""Issue 7.1 / API-5: schemathesis against the local server's OpenAPI document, every template route,
+with and without identity: no 5xx, every answer conforming to the documented statuses, media types,
+bodies and headers, no internal text. Budget: FUZZ_MAX_EXAMPLES per route, mode and identity (4 in
+`make test`, derandomized; `make fuzz` raises it and explores at random)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.e2e.conftest import ServerProcess
+from tests.reliability.figures import FIGURES
+from tests.reliability.leaks import assert_clean
+from tests.reliability.routes import Route, http_routes
+from tests.reliability.samples import body_for
+
+pytestmark = [pytest.mark.fuzz, pytest.mark.e2e]
+
+MAX_EXAMPLES = int(os.environ.get("FUZZ_MAX_EXAMPLES", "4"))
+DERANDOMIZE = os.environ.get("FUZZ_RANDOM", "") not in ("1", "true", "yes")
+FUZZ_USER = "fuzz-user"
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    response_headers_conformance,
+]
+ROUTES = http_routes()
+# The import route takes JSON Lines as text.
+schemathesis.serializer.alias("application/x-ndjson", "text/plain")
+
+
+@pytest.fixture(scope="module")
+def api_schema(rel_server: ServerProcess) -> Any:
+    return schemathesis.openapi.from_url(f"{rel_server.url}/openapi.json")
+
+
+@pytest.fixture(scope="module")
+def known_ids(rel_server: ServerProcess) -> dict[str, str]:
+    """Real ids of the fuzz user, so positive cases also reach the code past "not found"."""
+    with httpx.Client(base_url=rel_server.url, headers={"X-User-Id": FUZZ_USER}, timeout=60) as client:
+        turn = client.post("/messages", json={"content": "seed conversation for the fuzzer"})
+        assert turn.status_code == 201, turn.text
+        world = client.post(
+            "/worlds/fuzz-world/dialogues/entries",
+            json=body_for("POST /worlds/{world_id}/dialogues/entries", {}),
+        )
+        assert world.status_code in (200, 201), world.text
+    body = turn.json()
+    return {
+        "conversation_id": body["conversation_id"],
+        "message_id": body["user_message"]["message_id"],
+        "world_id": "fuzz-world",
+    }
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[requests.Session]:
+    with requests.Session() as s:
+        yield s
+
+
+def _with_known_ids(case: Any, ids: dict[str, str]) -> None:
+    for name in list(case.path_parameters or {}):
+        if name in ids:
+            case.path_parameters[name] = ids[name]
+    if isinstance(case.body, dict) and "conversation_id" in case.body:
+        case.body["conversation_id"] = ids["conversation_id"]
+
+
+def _fuzz(
+    route: Route,
+    operation: Any,
+    mode: GenerationMode,
+    *,
+    identity: str | None,
+    url: str,
+    session: requests.Session,
+    known: dict[str, str],
+) -> None:
+    section = "fuzz"
+
+    @given(case=operation.as_strategy(generation_mode=mode), use_known=st.booleans())
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        derandomize=DERANDOMIZE,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: Any, use_known: bool) -> None:
+        headers = {
+            k: v for k, v in (case.headers or {}).items() if k.lower() not in ("x-user-id", "authorization")
+        }
+        if identity is not None:
+            headers["X-User-Id"] = identity
+        case.headers = headers
+        if use_known and mode is GenerationMode.POSITIVE:
+            _with_known_ids(case, known)
+        response = case.call(base_url=url, session=session, timeout=60)
+        FIGURES.response(section, response.status_code)
+        context = f"{route.key} ({mode.value}, {'as ' + identity if identity else 'anonymous'})"
+        assert_clean(response.status_code, response.text, context)
+        if identity is None:
+            # No identity is 401 everywhere (SPEC §4), in the one error shape.
+            assert response.status_code == 401, f"{context}: {response.status_code} {response.text[:300]}"
+            assert json.loads(response.text)["error"]["code"] == "unauthorized"
+            return
+        checks = CHECKS + ([negative_data_rejection] if mode is GenerationMode.NEGATIVE else [])
+        case.validate_response(response, checks=checks)
+
+    run()
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=str)
+def test_every_route_survives_fuzzing_with_identity(
+    route: Route,
+    api_schema: Any,
+    rel_server: ServerProcess,
+    session: requests.Session,
+    known_ids: dict[str, str],
+) -> None:
+    """Issue 7.1 / API-5: positive and negative cases as a user: no 5xx, answers as documented."""
+    # Given the route as the served OpenAPI document describes it (every template route must be there)
+    operation = api_schema[route.path][route.method]
+    # When schemathesis sends valid and invalid requests; Then every answer conforms (checked per case)
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        _fuzz(
+            route, operation, mode, identity=FUZZ_USER, url=rel_server.url, session=session, known=known_ids
+        )
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=str)
+def test_every_route_answers_401_to_anonymous_fuzzing(
+    route: Route,
+    api_schema: Any,
+    rel_server: ServerProcess,
+    session: requests.Session,
+    known_ids: dict[str, str],
+) -> None:
+    """SPEC §4: no identity is 401 on every route, whatever else the request gets wrong."""
+    # Given the route's operation
+    operation = api_schema[route.path][route.method]
+    # When fuzzed requests come without X-User-Id; Then each is a clean 401 (checked per case)
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        _fuzz(route, operation, mode, identity=None, url=rel_server.url, session=session, known=known_ids)
+
+
+def test_the_openapi_document_describes_every_route_with_its_statuses(rel_server: ServerProcess) -> None:
+    """Issue 7.1: the served document lists every template route, its request body where it takes one,
+    and the one error shape for its error statuses."""
+    # Given the served document
+    document = httpx.get(f"{rel_server.url}/openapi.json", timeout=30).json()
+    for route in ROUTES:
+        # When the route's operation is looked up
+        operation = document["paths"][route.path][route.method.lower()]
+        responses = operation["responses"]
+        # Then it documents a success status, 401 and the error shape
+        assert any(code.startswith("2") for code in responses), route.key
+        assert "401" in responses, route.key
+        error_schema = responses["401"]["content"]["application/json"]["schema"]
+        assert error_schema == {"$ref": "#/components/schemas/ErrorOut"}, route.key
+        if route.method in ("POST", "PUT", "PATCH") and route.key != "POST /worlds/{world_id}/import":
+            assert "requestBody" in operation, route.key
