@@ -1,4 +1,8 @@
-"""`python -m bench`: run every bench/bench_*.py, print markdown tables, write bench/RESULTS.md."""
+"""`python -m bench`: run every bench/bench_*.py, print markdown tables, write bench/RESULTS.md.
+
+A section may carry an optional "summary": rows of [area, figure, goal, met]; they are gathered into one
+summary table printed last and placed at the top of RESULTS.md.
+"""
 
 from __future__ import annotations
 
@@ -39,6 +43,9 @@ def render(section: Section) -> str:
     if section.get("notes"):
         lines += ["", str(section["notes"]).strip()]
     return "\n".join(lines) + "\n"
+
+
+SUMMARY_COLUMNS = ["area", "figure", "goal", "met"]
 
 
 def _check(section: Any, module: str) -> Section:
@@ -86,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print("\n".join(header))
     body: list[str] = []
+    summary: list[list[Any]] = []
     failures: list[str] = []
     for name in names:
         progress(f"{name}: running")
@@ -94,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             module = importlib.import_module(f"bench.{name}")
             sections = [_check(s, name) for s in module.run()]
             text = "\n".join(render(s) for s in sections)
+            summary += [row for s in sections for row in s.get("summary") or ()]
         except Exception as exc:  # one broken module must not hide the others' figures
             failures.append(name)
             traceback.print_exc(file=sys.stderr)
@@ -104,7 +113,20 @@ def main(argv: list[str] | None = None) -> int:
         block = f"## {name}\n\n{text}"
         print(block, flush=True)
         body.append(block)
-    args.output.write_text("\n".join(header) + "\n" + "\n".join(body), encoding="utf-8")
+    top = ""
+    if summary:
+        top = render(
+            {
+                "title": "Summary",
+                "columns": SUMMARY_COLUMNS,
+                "rows": summary,
+                "notes": "Key figures from the sections below, measured in this run.",
+            }
+        )
+        print(top, flush=True)
+    args.output.write_text(
+        "\n".join(header) + "\n" + top + ("\n" if top else "") + "\n".join(body), encoding="utf-8"
+    )
     progress(f"wrote {args.output}")
     if failures:
         progress(f"failed modules: {', '.join(failures)}")

@@ -1,0 +1,270 @@
+"""DynamoDB call meter for the storage benches: calls, request bytes sent and response bytes read, per client.
+
+Every botocore client created after `install()` is metered (boto3 clients and resources, PynamoDB's own
+sessions, TransactWrite's connections), because the hook sits on `botocore.session.Session.create_client`
+and registers `before-call` / `after-call` handlers on each new client's event system. Sizes are the
+serialized request body and the raw HTTP response body, i.e. the bytes on the wire to DynamoDB.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import botocore.session
+
+# Fake credentials and no account-id endpoints: moto in-process, never a real AWS endpoint.
+MOTO_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_SERVICE_NAME": "chat-history-bench",
+    "POWERTOOLS_METRICS_NAMESPACE": "ChatHistoryBench",
+}
+
+
+@dataclass
+class Tally:
+    """What one measured stretch of work cost in DynamoDB requests."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    sent: int = 0
+    received: int = 0
+    sent_by_op: Counter[str] = field(default_factory=Counter)
+    received_by_op: Counter[str] = field(default_factory=Counter)
+    server_seconds: float = 0.0  # spent inside moto answering (not DynamoDB's latency; excluded by callers)
+
+    def copy(self) -> Tally:
+        return Tally(
+            Counter(self.calls),
+            self.sent,
+            self.received,
+            Counter(self.sent_by_op),
+            Counter(self.received_by_op),
+            self.server_seconds,
+        )
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def describe_calls(self) -> str:
+        """`1 Query + 2 TransactWriteItems` style, most frequent first."""
+        return " + ".join(f"{n:,} {op}" for op, n in self.calls.most_common()) or "none"
+
+
+_active: list[Tally] = []
+_installed = False
+
+
+def _body_size(params: Any) -> int:
+    body = params.get("body", b"") if isinstance(params, dict) else b""
+    if isinstance(body, str):
+        return len(body.encode("utf-8"))
+    return len(body or b"")
+
+
+def _before_call(model: Any, params: Any, **_: Any) -> None:
+    size = _body_size(params)
+    for tally in _active:
+        tally.calls[model.name] += 1
+        tally.sent += size
+        tally.sent_by_op[model.name] += size
+
+
+def _after_call(model: Any, http_response: Any, **_: Any) -> None:
+    size = len(getattr(http_response, "content", b"") or b"")
+    for tally in _active:
+        tally.received += size
+        tally.received_by_op[model.name] += size
+
+
+def install() -> None:
+    """Meter every DynamoDB client created from now on in this process (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    original = botocore.session.Session.create_client
+
+    def create_client(self: botocore.session.Session, *args: Any, **kwargs: Any) -> Any:
+        client = original(self, *args, **kwargs)
+        if client.meta.service_model.service_name == "dynamodb":
+            client.meta.events.register(
+                "before-call.dynamodb.*", _before_call, unique_id="bench-meter-before"
+            )
+            client.meta.events.register("after-call.dynamodb.*", _after_call, unique_id="bench-meter-after")
+        return client
+
+    botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
+    _time_moto()
+    _installed = True
+
+
+def _time_moto() -> None:
+    """Add the time moto spends answering each request to the active tallies."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    original = BotocoreStubber.__call__
+
+    def timed(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(self, event_name, request, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - started
+            for tally in _active:
+                tally.server_seconds += elapsed
+
+    BotocoreStubber.__call__ = timed  # type: ignore[method-assign]
+
+
+@contextmanager
+def metered() -> Iterator[Tally]:
+    """Count the DynamoDB calls and bytes of the block (clients must be created after `install()`)."""
+    install()
+    tally = Tally()
+    _active.append(tally)
+    try:
+        yield tally
+    finally:
+        _active.remove(tally)
+
+
+@contextmanager
+def moto_env(**extra: str) -> Iterator[None]:
+    """Fake AWS credentials and bench settings in os.environ for the block, restored afterwards."""
+    wanted = {**MOTO_ENV, **extra}
+    saved = {name: os.environ.get(name) for name in [*wanted, "LLM_BASE_URL", "DYNAMODB_ENDPOINT"]}
+    os.environ.update(wanted)
+    for name in ("LLM_BASE_URL", "DYNAMODB_ENDPOINT"):
+        if name not in extra:
+            os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class _NoTableBackup:
+    """Stands in for the `copy` module inside moto's transact_write_items: no whole-table backup."""
+
+    @staticmethod
+    def deepcopy(obj: Any, memo: Any = None) -> Any:
+        from moto.dynamodb.models.table import Table
+
+        return obj if isinstance(obj, Table) else copy.deepcopy(obj, memo)
+
+    copy = staticmethod(copy.copy)
+
+
+def _wire_ready(value: Any) -> bool:
+    """True for an attribute value with no binary inside (binary still needs moto's base64 step)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    ((tag, inner),) = value.items()
+    if tag in ("B", "BS"):
+        return False
+    if tag == "M":
+        return all(_wire_ready(v) for v in inner.values())
+    if tag == "L":
+        return all(_wire_ready(v) for v in inner)
+    return True
+
+
+def _replace_not_add(self: dict[str, Any], key: str, value: Any) -> None:
+    """moto's item size check, counting a replaced attribute once (moto adds the old and the new value)."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.utilities import bytesize
+
+    def size(v: Any) -> int:
+        return int(v.size()) if type(v) is DynamoType else bytesize(str(v))
+
+    current = sum(bytesize(k) + size(v) for k, v in self.items() if k != key)
+    if current + bytesize(key) + size(value) > MOTO_ITEM_LIMIT:
+        raise ItemSizeTooLarge
+    dict.__setitem__(self, key, value)
+
+
+# moto's own item cap (names + values, no list/map overhead), from moto.dynamodb.models.dynamo_type.
+MOTO_ITEM_LIMIT = 405_000
+
+
+@contextmanager
+def moto_fixes() -> Iterator[None]:
+    """Two moto artefacts removed for the block (bench only; DynamoDB behaves like the patched moto).
+
+    1. moto deep-copies every table a TransactWriteItems touches, to roll back on cancellation, so each
+       transaction costs O(table) and a long conversation's appends cost O(n^2). The patch skips that
+       backup; a cancelled transaction then raises instead of leaving moto half-applied state unnoticed
+       (none is cancelled in these single-threaded benches).
+    2. moto's item size check on UpdateItem adds the replaced attribute's old value to its new one, so
+       an item is refused at about half its real size. The patch counts the replaced attribute once.
+    3. moto serializes every response through a generic model walker that re-checks each nested member
+       of each attribute value (about 20 µs per value), so a 400 KB GetItem takes seconds. Attribute
+       values are already in wire form; the patch passes them through, and the bytes are unchanged.
+    """
+    import moto.dynamodb.models as models
+    from moto.core.serialize import JSONSerializer
+    from moto.dynamodb.models.dynamo_type import LimitedSizeDict
+
+    original_serialize = JSONSerializer._serialize
+
+    def serialize(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if shape.name == "AttributeValue" and _wire_ready(value):
+            # moto keeps attribute values in wire form already; its generic walker re-checks every
+            # nested member against the model, which is what made big responses slow.
+            self._default_serialize(serialized, value, shape, key)
+            return
+        original_serialize(self, serialized, value, shape, key)
+
+    original_transact = models.DynamoDBBackend.transact_write_items
+    original_setitem = LimitedSizeDict.__setitem__
+
+    def transact(self: Any, transact_items: Any) -> Any:
+        setattr(models, "copy", _NoTableBackup)  # noqa: B010 - moto does not export `copy`
+        try:
+            return original_transact(self, transact_items)
+        except Exception as exc:
+            raise RuntimeError(
+                "TransactWriteItems was cancelled while the bench skips moto's table backup"
+            ) from exc
+        finally:
+            setattr(models, "copy", copy)  # noqa: B010
+
+    models.DynamoDBBackend.transact_write_items = transact  # type: ignore[method-assign]
+    LimitedSizeDict.__setitem__ = _replace_not_add  # type: ignore[method-assign]
+    JSONSerializer._serialize = serialize  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        models.DynamoDBBackend.transact_write_items = original_transact  # type: ignore[method-assign]
+        LimitedSizeDict.__setitem__ = original_setitem  # type: ignore[method-assign]
+        JSONSerializer._serialize = original_serialize  # type: ignore[method-assign]
+
+
+def kb(size: int) -> str:
+    """Bytes as KB (1,000) with a precision that suits the size."""
+    value = size / 1000
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
