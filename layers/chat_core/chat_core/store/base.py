@@ -119,19 +119,24 @@ def transient_cause(exc: BaseException | None) -> str | None:
     Follows `__cause__`/`__context__`, so a domain error raised from a store failure is recognised too.
     """
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, TransactWriteError):
-            reasons = {r.code for r in exc.cancellation_reasons if r is not None}
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, TransactWriteError):
+            reasons = {r.code for r in current.cancellation_reasons if r is not None}
             if reasons & TRANSIENT_CANCELLATION_REASONS:
                 return sorted(reasons & TRANSIENT_CANCELLATION_REASONS)[0]
-        if isinstance(exc, PynamoDBException) and exc.cause_response_code in TRANSIENT_ERROR_CODES:
-            return exc.cause_response_code
-        if isinstance(exc, ClientError):
-            code = str(exc.response.get("Error", {}).get("Code", ""))
+        if isinstance(current, PynamoDBException) and current.cause_response_code in TRANSIENT_ERROR_CODES:
+            return current.cause_response_code
+        if isinstance(current, ClientError):
+            code = str(current.response.get("Error", {}).get("Code", ""))
             if code in TRANSIENT_ERROR_CODES:
                 return code
-        if isinstance(exc, BotoConnectionError | HTTPClientError):
-            return type(exc).__name__  # the endpoint could not be reached or did not answer in time
-        exc = exc.__cause__ or exc.__context__
+        if isinstance(current, BotoConnectionError | HTTPClientError):
+            return type(current).__name__  # the endpoint could not be reached or did not answer in time
+        # A store module may re-raise an error "from" itself: follow both links, each error once.
+        pending += [current.__context__, current.__cause__]
     return None
