@@ -165,3 +165,11 @@ def test_at_most_twenty_pins(chat_service: None) -> None:
     assert answer.error_code == "pin_refused"
     assert "20" in answer.body["error"]["message"]
     assert len(api.detail(conversation_id).body["pinned_message_ids"]) == 20
+
+
+def test_pin_without_identity_is_401(chat_service: None) -> None:
+    """SPEC §4: no identity is 401 on PATCH too; nothing changes."""
+    conversation_id, messages = _long_conversation(1)
+    answer = pin(conversation_id, messages[0]["message_id"], user=None)
+    assert answer.status == 401
+    assert api.detail(conversation_id).body["pinned_message_ids"] == []
