@@ -539,9 +539,10 @@ class _Handler(BaseHTTPRequestHandler):
             except Exception:  # the dev server itself must never die on one request
                 traceback.print_exc()
                 response = error_response(500, "internal_error", "Internal Server Error")
-        self._write(response)
         ms = (time.perf_counter() - started) * 1000
+        # Logged before the answer goes out, so a client that has its answer also sees its log line.
         self.server.api.request_log.write(self.command, self.path, response.status, ms, served_by)
+        self._write(response)
 
     def _write(self, response: HttpResponse) -> None:
         try:
