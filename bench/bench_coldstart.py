@@ -224,18 +224,28 @@ def run() -> list[Section]:
                 _lambda_env("post_message", POWERTOOLS_TRACE_DISABLED="true"),
             )
         )
+        # The same import with the whole dev venv importable, to show why the layer's view matters.
+        targets.append(
+            (
+                "post_message, dev venv (nothing blocked)",
+                "app",
+                FUNCTIONS / "post_message",
+                _lambda_env("post_message"),
+            )
+        )
+    unblocked = {"post_message, dev venv (nothing blocked)"}
     samples: dict[str, list[float]] = {label: [] for label, *_ in targets}
     facts: dict[str, dict[str, Any]] = {}
     for repeat in range(REPEATS):
         progress(f"cold start: round {repeat + 1}/{REPEATS} over {len(targets)} fresh interpreters")
         for label, module, cwd, env in targets:  # interleaved: drift on a shared machine hits all alike
-            info, _ = _run(module, cwd, env, blocked)
+            info, _ = _run(module, cwd, env, [] if label in unblocked else blocked)
             samples[label].append(info["seconds"])
             facts[label] = info
     progress("cold start: -X importtime per handler")
     breakdown: dict[str, Counter[str]] = {}
     for label, module, cwd, env in targets:
-        _, stderr = _run(module, cwd, env, blocked, importtime=True)
+        _, stderr = _run(module, cwd, env, [] if label in unblocked else blocked, importtime=True)
         breakdown[label] = self_time_by_package(stderr)
 
     progress("cold start: heavy pieces on top of boto3")
@@ -294,7 +304,8 @@ def run() -> list[Section]:
     notes = (
         f"Each figure: a fresh `{Path(sys.executable).name}` process per run (cwd = the function's folder, "
         f"as Lambda's task root), time around `import app` only (interpreter start excluded); median of "
-        f"{REPEATS}, runs interleaved across targets. Environment as Lambda gives it: template.yaml Globals, "
+        f"{REPEATS}, runs interleaved across targets; the ratio of minimums is the steadier figure when "
+        "the machine is shared. Environment as Lambda gives it: template.yaml Globals, "
         "`AWS_LAMBDA_FUNCTION_NAME` set and tracing active (Tracing: Active), nothing of the shell's. Only "
         "the runtime's boto3/botocore and the layer's requirements (with their dependencies) are importable: "
         f"{len(blocked)} top-level modules of the dev venv are blocked (rich, click, moto, langchain, ...), "
@@ -304,12 +315,18 @@ def run() -> list[Section]:
         "`-X importtime` self time by top-level package (one extra run each)."
     )
     ratios = {n: statistics.median(samples[n]) / baseline for n in names}
+    floor = min(samples["import boto3"])
+    min_ratios = {n: min(samples[n]) / floor for n in names}
+
+    def spread(values: dict[str, float]) -> str:
+        text = f"{min(values.values()):.2f}x to {max(values.values()):.2f}x"
+        return text + (f" (post_message {values['post_message']:.2f}x)" if "post_message" in values else "")
+
     summary = [
         [
             "cold start: handler import / bare `import boto3`",
-            f"{min(ratios.values()):.2f}x to {max(ratios.values()):.2f}x over {len(names)} handlers"
-            + (f" (post_message {ratios['post_message']:.2f}x)" if "post_message" in ratios else "")
-            + f"; boto3 alone {baseline * 1000:.0f} ms",
+            f"medians: {spread(ratios)}; minimums: {spread(min_ratios)}; over {len(names)} handlers; "
+            f"boto3 alone {baseline * 1000:.0f} ms",
             f"<= {GOAL}",
             verdict(max(ratios.values()) <= GOAL),
         ],
