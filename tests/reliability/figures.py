@@ -65,7 +65,15 @@ class Figures:
                 totals.update(counts)
         lines.append("| **total** | " + " | ".join(f"**{totals[key]}**" for key, _ in COLUMNS) + " |")
         notes = [f"- **{name}**: {NOTES[name]}" for name in names if name in NOTES]
-        return "\n".join([*lines, "", *notes])
+        known = {key for key, _ in COLUMNS}
+        with self._lock:
+            extra = [
+                f"- {name}: {key.replace('_', ' ')} = {value}"
+                for name in names
+                for key, value in sorted(self.sections[name].items())
+                if key not in known
+            ]
+        return "\n".join([*lines, "", *notes, "", "Other measurements:", "", *extra])
 
 
 FIGURES = Figures()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -1129,10 +1130,11 @@ def pin_message(owner: str, conversation_id: str, message_id: str, pinned: bool)
                 raise PinRefused(
                     f"a conversation can have at most {MAX_PINNED} pinned messages; unpin one first"
                 )
-            size = sum(len(str(e["content"]).encode("utf-8", "surrogatepass")) for e in entries)
+            # Counted as stored (JSON, escaped) on the conversation item, which must stay under 400 KB.
+            size = len(json.dumps(entries))
             if size > MAX_PINNED_BYTES:
                 raise PinRefused(
-                    f"pinned messages would hold {size} bytes of text; the limit is {MAX_PINNED_BYTES} "
+                    f"pinned messages would take {size} bytes stored; the limit is {MAX_PINNED_BYTES} "
                     f"per conversation"
                 )
         try:

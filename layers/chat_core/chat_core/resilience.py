@@ -23,6 +23,7 @@ from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes
 from chat_core.store.conversations import Conversation, Message, usage_map
 from chat_core.store.keys import new_id
+from chat_core.tool_messages import MAX_MESSAGE_TOOL_CALLS_BYTES
 
 CONTENTION_BASE_S: Final = 0.01
 CONTENTION_CAP_S: Final = 0.4
@@ -61,8 +62,13 @@ def cap_reply(
         return completion, failure
     limit = (settings or get_settings()).max_reply_bytes
     size = reply_bytes(completion)
-    if size <= limit:
+    calls = len(json.dumps(completion.tool_calls)) if completion.tool_calls else 0
+    if size <= limit and calls <= MAX_MESSAGE_TOOL_CALLS_BYTES:
         return completion, failure
+    # The pending calls also go on the conversation item while the turn waits: same cap as a client's.
+    what, size, limit = (
+        ("reply", size, limit) if size > limit else ("tool calls", calls, MAX_MESSAGE_TOOL_CALLS_BYTES)
+    )
     raw = json.dumps(completion.raw, ensure_ascii=False).encode("utf-8")
     record: dict[str, Any] = {
         "status_code": 200,
@@ -72,9 +78,9 @@ def cap_reply(
         "body_bytes_read": len(raw),
         "model": completion.model,
     }
-    logger.warning("model reply too large to store", reply_bytes=size, limit=limit)
+    logger.warning("model reply too large to store", part=what, bytes=size, limit=limit)
     return None, ProviderFailed(
-        f"the model's reply has {size} bytes; the limit is {limit} (MAX_REPLY_BYTES)",
+        f"the model's {what} has {size} bytes; the limit is {limit}",
         provider_response=record,
         status_code=200,
         kind="too_large",
