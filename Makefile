@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv test lint format typecheck cfn-lint unit bench build run fuzz encodings clean lock chat local-reset
+.PHONY: help venv sam-venv test lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -71,8 +71,14 @@ chat: venv ## the chat CLI against `make run` (pass options with ARGS="--once he
 local-reset: ## delete the local server's data (.local/); stop `make run` first
 	rm -rf .local
 
-fuzz: venv ## schemathesis against the local server (bounded)
-	$(PY) -m pytest tests/e2e -m fuzz -p no:cacheprovider
+FUZZ_MAX_EXAMPLES ?= 100
+fuzz: venv ## schemathesis on every route of the local server, random (FUZZ_MAX_EXAMPLES=100 per route/mode/identity)
+	FUZZ_MAX_EXAMPLES=$(FUZZ_MAX_EXAMPLES) FUZZ_RANDOM=1 RELIABILITY_SUMMARY=1 \
+		$(PY) -m pytest tests/reliability/test_fuzz.py -p no:cacheprovider --timeout 900
+
+reliability: venv ## fuzz (25 examples), concurrency, faults, isolation, limits; figures -> tests/reliability/RESULTS.md
+	FUZZ_MAX_EXAMPLES=$${FUZZ_MAX_EXAMPLES:-25} RELIABILITY_RESULTS=tests/reliability/RESULTS.md \
+		$(PY) -m pytest tests/reliability tests/integration/test_reliability_*.py -p no:cacheprovider
 
 encodings: venv ## regenerate the shipped tiktoken encodings from the npm package
 	$(PY) scripts/build_encodings.py

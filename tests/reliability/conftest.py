@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +29,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     target = os.environ.get("RELIABILITY_RESULTS")
     if target and FIGURES.sections:
         write_results(Path(target), passed=exitstatus == 0, duration_s=time.monotonic() - _STARTED)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FIGURES.sections and (os.environ.get("RELIABILITY_RESULTS") or os.environ.get("RELIABILITY_SUMMARY")):
+        terminalreporter.write_sep("=", "reliability figures")
+        terminalreporter.write_line(FIGURES.markdown())
 
 
 @pytest.fixture(scope="session")
