@@ -21,7 +21,7 @@ from chat_core.settings import reset_settings
 from chat_core.store.sizes import MAX_ITEM_BYTES, item_bytes
 
 from tests.integration.conftest import TABLE
-from tests.reliability.faults import CONNECTION, ERRORS, DynamoFaults, injected
+from tests.reliability.faults import CONNECTION, ERRORS, READ_TIMEOUT, DynamoFaults, injected
 from tests.reliability.figures import FIGURES
 from tests.reliability.leaks import assert_clean
 from tests.reliability.routes import Route, http_routes
@@ -90,7 +90,7 @@ def test_throttled_transactions_are_retried_and_the_post_lands(faults: DynamoFau
 
 
 @pytest.mark.parametrize("operation", ["Query", "TransactWriteItems"])
-@pytest.mark.parametrize("code", [*ERRORS, CONNECTION])
+@pytest.mark.parametrize("code", [*ERRORS, CONNECTION, READ_TIMEOUT])
 def test_store_failures_past_the_retries_answer_503_and_write_nothing(
     faults: DynamoFaults, operation: str, code: str
 ) -> None:

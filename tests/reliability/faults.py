@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 from moto.core.botocore_stubber import BotocoreStubber, MockRawResponse
 
 # (HTTP status, __type namespace) DynamoDB answers each error code with.
@@ -26,6 +26,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "ServiceUnavailable": (503, "com.amazonaws.dynamodb.v20120810"),
 }
 CONNECTION = "connection"  # no answer at all: EndpointConnectionError
+READ_TIMEOUT = "read-timeout"  # connected, no answer in time: ReadTimeoutError
 
 
 @dataclass
@@ -80,6 +81,8 @@ class DynamoFaults:
             self.injected[operation] += 1
         if rule.code == CONNECTION:
             raise EndpointConnectionError(endpoint_url=request.url)
+        if rule.code == READ_TIMEOUT:
+            raise ReadTimeoutError(endpoint_url=request.url)
         if rule.code.startswith("TransactionCanceled:"):
             reason = rule.code.split(":", 1)[1]
             body = {

@@ -15,6 +15,24 @@ from pynamodb.models import Model
 from chat_core.settings import Settings, get_settings
 
 
+def _cause_error(exc: PynamoDBException) -> dict[str, Any]:
+    response = getattr(exc.cause, "response", None)
+    error = response.get("Error") if isinstance(response, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+# PynamoDB reads `cause.response["Error"]` assuming a botocore ClientError; a read or connect timeout
+# (botocore's ReadTimeoutError has `response = None`) made `cause_response_code` itself raise
+# AttributeError inside every store module's error handling, turning a retryable timeout into a 500.
+# Every store module imports this one, so the properties are made safe for all of them here.
+PynamoDBException.cause_response_code = property(  # type: ignore[method-assign, assignment]
+    lambda self: _cause_error(self).get("Code")
+)
+PynamoDBException.cause_response_message = property(  # type: ignore[method-assign, assignment]
+    lambda self: _cause_error(self).get("Message")
+)
+
+
 class Gsi1(GlobalSecondaryIndex["TableItem"]):
     """Sparse index: only items that set gsi1pk/gsi1sk appear (live conversations, by updated_at)."""
 
@@ -139,4 +157,6 @@ def transient_cause(exc: BaseException | None) -> str | None:
             return type(current).__name__  # the endpoint could not be reached or did not answer in time
         # A store module may re-raise an error "from" itself: follow both links, each error once.
         pending += [current.__context__, current.__cause__]
+        if isinstance(current, PynamoDBException) and isinstance(current.cause, BaseException):
+            pending.append(current.cause)
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any, Final
 
 from chat_core.store.base import TableItem
@@ -23,7 +23,9 @@ def _text_bytes(text: str) -> int:
 def _number_bytes(number: str) -> int:
     # "Approximately 1 byte per 2 significant digits, plus 1 byte", at most 21 bytes.
     try:
-        digits = Decimal(number).normalize().as_tuple().digits
+        with localcontext() as context:
+            context.prec = 60  # DynamoDB numbers have up to 38 digits; never round them here
+            digits = Decimal(number).normalize().as_tuple().digits
     except InvalidOperation:
         return 21
     return min(21, (len(digits) + 1) // 2 + 1)
