@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- Python: {platform.python_version()} ({platform.python_implementation()})",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
         f"- processor: {platform.processor() or 'n/a'}",
-        "- times are medians over repeats (wall clock, perf_counter); the machine may be shared",
+        "- times are medians over repeats, wall clock (perf_counter) unless a section says CPU time; "
+        "the machine may be shared",
         "",
     ]
     print("\n".join(header))

@@ -45,7 +45,7 @@ class Tally:
     received: int = 0
     sent_by_op: Counter[str] = field(default_factory=Counter)
     received_by_op: Counter[str] = field(default_factory=Counter)
-    server_seconds: float = 0.0  # spent inside moto answering (not DynamoDB's latency; excluded by callers)
+    server_seconds: float = 0.0  # CPU inside moto answering (not DynamoDB's latency; callers exclude it)
 
     def copy(self) -> Tally:
         return Tally(
@@ -114,17 +114,17 @@ def install() -> None:
 
 
 def _time_moto() -> None:
-    """Add the time moto spends answering each request to the active tallies."""
+    """Add the CPU time moto spends answering each request to the active tallies."""
     from moto.core.botocore_stubber import BotocoreStubber
 
     original = BotocoreStubber.__call__
 
     def timed(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
+        started = time.process_time()
         try:
             return original(self, event_name, request, **kwargs)
         finally:
-            elapsed = time.perf_counter() - started
+            elapsed = time.process_time() - started
             for tally in _active:
                 tally.server_seconds += elapsed
 
