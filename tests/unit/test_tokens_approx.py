@@ -179,3 +179,14 @@ def test_tok7_additive_across_a_paragraph_break(first: str, second: str, encodin
     parts = tokens.approx_tokens(first, encoding) + tokens.approx_tokens(second, encoding)
     # Then the whole costs the parts plus about one newline token (rounding and edge merges aside)
     assert parts - 3 <= tokens.approx_tokens(joined, encoding) <= parts + 3
+
+
+def test_tok7_astral_letters_next_to_an_emoji_are_not_billed_as_emoji() -> None:
+    """TOK-7 regression: astral letters (U+1D400 bold A) beside an emoji were counted as emoji too."""
+    # Given mathematical letters alone, and the same letters after an emoji-class character
+    letters = ":𝐀𝒩"
+    # When each is approximated and then joined
+    alone = tokens.approx_tokens(letters, "cl100k_base") + tokens.approx_tokens("\U000e0000", "cl100k_base")
+    joined = tokens.approx_tokens("\U000e0000" + letters, "cl100k_base")
+    # Then joining costs no more than the parts (the letters keep their own class)
+    assert joined <= alone + 1

@@ -334,6 +334,8 @@ def approx_features(text: str, *, common_han: re.Pattern[str] | None = None) -> 
     counts = [0] * (pieces.groups + 1)
     lengths = [0] * (pieces.groups + 1)
     excess = 0
+    astral = 0
+    emoji_group = g["emoji"]
     for match in pieces.finditer(text):
         group: int = match.lastindex  # type: ignore[assignment]  # every alternative is a group
         start, end = match.span()
@@ -342,9 +344,11 @@ def approx_features(text: str, *, common_han: re.Pattern[str] | None = None) -> 
         lengths[group] += size
         if size > _LONG_PIECE and group <= 3:
             excess += size - _LONG_PIECE
+        elif group == emoji_group:
+            # Only astral characters inside emoji pieces: astral letters (e.g. U+1D400) are not emoji.
+            astral += len(_ASTRAL.findall(text, start, end))
     han_all = lengths[g["han"]]
     han_common = (common_han or _COMMON_HAN_RE).subn("", text)[1] if han_all else 0
-    astral = len(_ASTRAL.findall(text)) if counts[g["emoji"]] else 0
     return [
         counts[g["word"]],
         counts[g["glued_word"]],
