@@ -137,7 +137,11 @@ class ChatSession:
         self.counter = counter
         self.sink = sink
         self.created = created
-        self.turn = math.ceil(int(conversation.get("message_count") or 0) / 2)
+        # The server counts turns; tool messages make message_count / 2 drift (older servers: fallback).
+        turns = conversation.get("turn_count")
+        self.turn = (
+            int(turns) if turns is not None else math.ceil(int(conversation.get("message_count") or 0) / 2)
+        )
         self.first_turn = self.turn + 1
         self.turns_stored = 0
         self.tokens = TokenTally()

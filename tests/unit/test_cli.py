@@ -173,3 +173,26 @@ def test_no_spinner_without_a_terminal() -> None:
     # Then nothing was drawn
     assert console.spinner_enabled is False
     assert err.getvalue() == ""
+
+
+def test_seed002_resumed_session_numbers_turns_from_the_servers_turn_count() -> None:
+    """Seed 002: a resumed session's next turn follows the server's turn count, not message_count / 2
+    (tool calls and results are messages too, so message_count / 2 overshoots)."""
+    from typing import Any, cast
+
+    from chat_local.session import ChatSession
+
+    # Given a conversation of 3 turns whose tool steps made 10 messages
+    conversation = {"conversation_id": "c1", "turn_count": 3, "message_count": 10}
+    # When a session resumes it
+    session = ChatSession(
+        cast(Any, None),
+        conversation,
+        mode="interactive",
+        options=cast(Any, None),
+        counter=cast(Any, None),
+        sink=cast(Any, None),
+        created=False,
+    )
+    # Then its first new turn is turn 4
+    assert session.first_turn == 4
