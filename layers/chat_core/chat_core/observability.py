@@ -2,15 +2,138 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, cast, overload
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from chat_core.settings import get_settings
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class LazyTracer:
+    """Powertools' `Tracer`, built on first use rather than at import (issue 8, cold start).
+
+    Building a `Tracer` resolves its default provider, the X-Ray SDK, even when tracing is disabled:
+    about as much CPU as `import boto3` itself. The handlers apply `@tracer.capture_lambda_handler` and
+    `@tracer.capture_method` at import, so those return a wrapper that builds the real `Tracer` on the
+    first call and hands the function to the real decorator then; every other attribute (`provider`,
+    `put_annotation`, `patch`...) builds it on access. Once built, it is the same `Tracer`, with the same
+    options, as `Tracer(**options)` at import would have been: tracing in Lambda, auto-patching,
+    POWERTOOLS_TRACE_DISABLED all behave as before, from the first invocation on.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._tracer: Tracer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Whether the real `Tracer` exists yet (it does after the first traced call)."""
+        return self._tracer is not None
+
+    def real(self) -> Tracer:
+        """The real Powertools `Tracer`, built once (thread-safe: the local server runs threads)."""
+        tracer = self._tracer
+        if tracer is None:
+            with self._lock:
+                if self._tracer is None:
+                    self._tracer = Tracer(**self._options)
+                tracer = self._tracer
+        return tracer
+
+    def capture_lambda_handler(
+        self,
+        lambda_handler: Callable[..., Any] | None = None,
+        capture_response: bool | None = None,
+        capture_error: bool | None = None,
+    ) -> Callable[..., Any]:
+        """`Tracer.capture_lambda_handler`, applied by the real `Tracer` at the first invocation."""
+        if lambda_handler is None:
+            return functools.partial(
+                self.capture_lambda_handler, capture_response=capture_response, capture_error=capture_error
+            )
+        handler = lambda_handler
+        traced: Callable[..., Any] | None = None
+
+        @functools.wraps(handler)
+        def decorate(event: Any, context: Any, **kwargs: Any) -> Any:
+            nonlocal traced
+            if traced is None:
+                traced = self.real().capture_lambda_handler(
+                    handler, capture_response=capture_response, capture_error=capture_error
+                )
+            return traced(event, context, **kwargs)
+
+        return decorate
+
+    @overload
+    def capture_method(self, method: _F) -> _F: ...
+
+    @overload
+    def capture_method(
+        self, method: None = None, capture_response: bool | None = None, capture_error: bool | None = None
+    ) -> Callable[[_F], _F]: ...
+
+    def capture_method(
+        self,
+        method: _F | None = None,
+        capture_response: bool | None = None,
+        capture_error: bool | None = None,
+    ) -> _F | Callable[[_F], _F]:
+        """`Tracer.capture_method`, applied by the real `Tracer` at the first call of a plain function."""
+        if method is None:
+            return cast(
+                Callable[[_F], _F],
+                functools.partial(
+                    self.capture_method, capture_response=capture_response, capture_error=capture_error
+                ),
+            )
+        wrapped = method
+        if (
+            inspect.iscoroutinefunction(wrapped)
+            or inspect.isgeneratorfunction(wrapped)
+            or inspect.isgeneratorfunction(getattr(wrapped, "__wrapped__", None))
+        ):
+            # The real decorator picks its wrapper by the function's kind; a lazy wrapper would hide the
+            # kind, so these are traced by the real Tracer right away (none of the service's are).
+            return self._real_capture_method(wrapped, capture_response, capture_error)
+        traced: Callable[..., Any] | None = None
+
+        @functools.wraps(wrapped)
+        def decorate(*args: Any, **kwargs: Any) -> Any:
+            nonlocal traced
+            if traced is None:
+                traced = self._real_capture_method(wrapped, capture_response, capture_error)
+            return traced(*args, **kwargs)
+
+        return cast(_F, decorate)
+
+    def _real_capture_method(
+        self, method: _F, capture_response: bool | None, capture_error: bool | None
+    ) -> _F:
+        decorator: Callable[[_F], _F] = self.real().capture_method(
+            capture_response=capture_response, capture_error=capture_error
+        )
+        return decorator(method)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for what this class does not define: the rest of Tracer's API.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.real(), name)
+
+
 _settings = get_settings()
 
 logger = Logger(service=_settings.service_name)
-tracer = Tracer(service=_settings.service_name)
+tracer = LazyTracer(service=_settings.service_name)
 metrics = Metrics(service=_settings.service_name, namespace=_settings.metrics_namespace)
 
-__all__ = ["MetricUnit", "logger", "metrics", "tracer"]
+__all__ = ["LazyTracer", "MetricUnit", "logger", "metrics", "tracer"]
