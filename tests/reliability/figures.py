@@ -73,7 +73,8 @@ class Figures:
                 for key, value in sorted(self.sections[name].items())
                 if key not in known
             ]
-        return "\n".join([*lines, "", *notes, "", "Other measurements:", "", *extra])
+        tail = ["", "Other measurements:", "", *extra] if extra else []
+        return "\n".join([*lines, "", *notes, *tail])
 
 
 FIGURES = Figures()
@@ -86,7 +87,7 @@ def write_results(path: Path, *, passed: bool, duration_s: float) -> None:
         [
             "# Reliability results",
             "",
-            f"Produced by `make reliability` / `make fuzz` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
+            f"Produced by `make reliability` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
             f"(Python {platform.python_version()}, {os.cpu_count()} CPUs, FUZZ_MAX_EXAMPLES={budget}, "
             f"{duration_s:.0f} s, {'all tests passed' if passed else 'SOME TESTS FAILED'}).",
             "",
