@@ -7,16 +7,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyPersistenceLayerError,
-    IdempotencyValidationError,
-)
-
-from chat_core import resilience, summaries, tokens, tool_messages, turnlog
+from chat_core import tool_messages, turnlog
 from chat_core.cursors import decode_cursor, encode_cursor
 from chat_core.errors import (
     ConversationBusy,
@@ -32,7 +25,6 @@ from chat_core.errors import (
     ToolResultsPending,
 )
 from chat_core.observability import MetricUnit, logger, metrics, tracer
-from chat_core.provider import Completion, get_provider, time_budget_from_context
 from chat_core.schemas import (
     MAX_POLICY_MESSAGES,
     BuildWindowIn,
@@ -42,7 +34,6 @@ from chat_core.schemas import (
 )
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
-from chat_core.store import idempotency as idempotency_store
 from chat_core.store.conversations import Conversation, Message, usage_map
 from chat_core.store.events import EVENT_SK_PREFIX, turn_prefix
 from chat_core.store.keys import (
@@ -55,15 +46,16 @@ from chat_core.store.keys import (
 )
 from chat_core.store.summaries import Summary
 from chat_core.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
-from chat_core.window import (
-    OPENAI_KEYS,
-    SEED_003_POLICY,
-    WindowPolicy,
-    WindowResult,
-    message_text,
-    select_window,
-    to_openai,
-)
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+    from chat_core.provider import ChatProvider, Completion
+    from chat_core.window import WindowPolicy, WindowResult
+
+# Cold start (issue 8): the model provider (httpx), the window engine and token counting, summaries,
+# resilience and Powertools idempotency are imported by the functions that use them, so the handlers
+# that only read (list, detail, events, delete, pin) never load them; a post loads them on first use.
 
 TITLE_FROM_MESSAGE_CHARS = 80
 LIST_SCOPE = "conversations"
@@ -121,6 +113,8 @@ def _not_found(conversation_id: str) -> ConversationNotFound:
 
 def _count(message: Mapping[str, Any], model: str) -> int:
     """TOK-5: the exact chat-format count of one message, computed once at write time."""
+    from chat_core import tokens
+
     return int(tokens.count_message_tokens(message, method="exact", model=model))
 
 
@@ -130,6 +124,8 @@ def _policy_dict(policy: WindowPolicyIn | None) -> dict[str, Any] | None:
 
 def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
     """The conversation's window policy: WIN-2 by default, else its own within the model's context."""
+    from chat_core.window import SEED_003_POLICY, WindowPolicy
+
     if not stored:
         return SEED_003_POLICY
     method = stored.get("method", "exact")
@@ -148,6 +144,8 @@ def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
 
 def _history_reach(stored: Mapping[str, Any] | None) -> int:
     """How many newest messages the window can ever use, i.e. the Query's Limit minus the meta item."""
+    from chat_core.window import SEED_003_POLICY
+
     if not stored:
         return int(SEED_003_POLICY.max_messages or 10)
     return int(stored.get("max_messages") or MAX_POLICY_MESSAGES)
@@ -272,6 +270,12 @@ def post_message(
     Idempotency-Key the first outcome (201 or 502) is stored and replayed; the same key with another body
     is refused.
     """
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+        IdempotencyPersistenceLayerError,
+        IdempotencyValidationError,
+    )
+
     settings = get_settings()
     if request.content is not None:
         check_content(request.content, settings)
@@ -362,6 +366,10 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
     The record keeps only the status, the conversation and the sequence numbers of the post's messages:
     a replay re-reads them, so the record stays small whatever the reply or the provider's error weighed.
     """
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+
+    from chat_core.store import idempotency as idempotency_store
+
     config = IdempotencyConfig(
         # The caller's identity is part of the key: one user's key never replays another user's turn.
         event_key_jmespath="[owner, key]",
@@ -396,6 +404,8 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
 
 @tracer.capture_method(capture_response=False)
 def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) -> PostOutcome:
+    from chat_core import resilience
+
     if request.conversation_id is None:
         turn = _start_conversation(owner, request, settings)
     else:
@@ -507,6 +517,8 @@ def _recorded_messages(
     model: str,
 ) -> list[Message]:
     """Message items for the tool messages a post records, from `first_seq` on (TOK-4 counts at write)."""
+    from chat_core.window import OPENAI_KEYS
+
     items = []
     for offset, (message, name) in enumerate(zip(recorded, names, strict=True)):
         seq = first_seq + offset
@@ -539,6 +551,8 @@ def _record_client_steps(
 
 
 def _session_start(conversation: Conversation, settings: Settings) -> LogEvent:
+    from chat_core import tokens
+
     model = conversation.model
     return turnlog.session_start(
         model=model,
@@ -621,6 +635,8 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
     post must carry exactly those results (no content): they continue the open turn, and the model is
     asked again unless the turn already used MAX_TURN_STEPS model calls.
     """
+    from chat_core import resilience
+
     conversation_id = str(request.conversation_id)
     recorded_in = request.recorded()
     for attempt in range(max(1, settings.post_attempts)):
@@ -742,6 +758,8 @@ def _pinned_messages(
 
 
 def _room_for_tail(policy: WindowPolicy, tail: Sequence[Mapping[str, Any]]) -> WindowPolicy:
+    from chat_core.window import message_text
+
     """The policy for the history before `tail`, which is always sent (like the current message is)."""
     changes: dict[str, Any] = {}
     if policy.max_messages is not None:
@@ -781,6 +799,9 @@ def _window(
     a post of tool results (`tail_from_seq`), the tool calls and their results are sent whole in place of
     a current message, and the history before them fills what room is left.
     """
+    from chat_core import summaries, tokens
+    from chat_core.window import WindowResult, select_window, to_openai
+
     policy = window_policy(policy_override or conversation.window_policy, model)
     system = None
     system_tokens = 0
@@ -818,9 +839,18 @@ def _window(
     return _Window(result, prompt + int(tokens.REPLY_PRIMING_TOKENS))
 
 
+def get_provider() -> ChatProvider:
+    """The process's model provider (`chat_core.provider`, imported on the first model call)."""
+    from chat_core.provider import get_provider as provider
+
+    return provider()
+
+
 def _ask_model(
     window: WindowResult, model: str, context: Any
 ) -> tuple[Completion | None, ProviderFailed | None]:
+    from chat_core.provider import time_budget_from_context
+
     budget = time_budget_from_context(context, safety_margin_s=STORE_MARGIN_S)
     started = time.monotonic()
     try:
@@ -872,6 +902,8 @@ def _reply_message(
         reply.local_usage = usage_map(local_prompt, 0, local_prompt)
         reply.error = {"message": failure.message, "provider_response": failure.provider_response}
         return reply, (0, 0, 0), (local_prompt, 0)
+    from chat_core import tokens
+
     usage = completion.usage
     calls = completion.tool_calls or None
     local_completion = int(tokens.count_tokens(completion.content, model))
@@ -1027,6 +1059,8 @@ def delete_conversation(owner: str, conversation_id: str) -> None:
 
 def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
     """POST /conversations/{id}/window: the window a post of `content` would send; no model call, no write."""
+    from chat_core import summaries
+
     check_content(request.content)
     _check_id(conversation_id)
     override = _policy_dict(request.window_policy)
@@ -1140,6 +1174,8 @@ def pin_message(owner: str, conversation_id: str, message_id: str, pinned: bool)
         try:
             store.set_pinned(conversation, message, pinned, entries)
         except store.PinConflict:
+            from chat_core import resilience
+
             time.sleep(resilience.contention_backoff(attempt))
             continue
         message.pinned = pinned

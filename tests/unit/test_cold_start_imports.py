@@ -1,0 +1,111 @@
+"""Issue 8 (cold start): importing a handler loads only what its route needs.
+
+Each functions/<name>/app.py is imported in a fresh interpreter, as Lambda does at init (cwd = the
+function's folder, tracing on as `Tracing: Active` gives it). None may load the X-Ray SDK (the Tracer is
+built on the first invocation), tiktoken (encodings load on the first exact count, TOK-3), or httpx unless
+the function calls the model. `make bench` measures the time; these tests keep the structure from
+regressing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FUNCTIONS = REPO / "functions"
+HANDLERS = sorted(p.parent.name for p in FUNCTIONS.glob("*/app.py"))
+#: The functions that call the model on every invocation: the HTTP client is theirs to load.
+CALLS_THE_MODEL = frozenset({"post_message", "summarize_conversation"})
+WATCHED = ("aws_xray_sdk", "httpx", "tiktoken")
+
+_IMPORT = f"""
+import json, sys
+import app
+print(json.dumps(sorted(m for m in {WATCHED!r} if m in sys.modules)))
+"""
+
+_INVOKE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import app
+from chat_core.observability import tracer
+from tests.support import events
+from tests.support.lambda_context import LambdaContext
+before = (tracer.built, "aws_xray_sdk" in sys.modules)
+answer = app.lambda_handler(events.list_conversations(user=None), LambdaContext(function_name="list"))
+print(json.dumps({"before": before, "after": [tracer.built, "aws_xray_sdk" in sys.modules],
+                  "status": answer["statusCode"]}))
+"""
+
+
+def _lambda_env(function: str, **extra: str) -> dict[str, str]:
+    """Roughly what Lambda sets for a function (template.yaml Globals), none of this shell's settings."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "LANG": "C.UTF-8",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "AWS_LAMBDA_FUNCTION_NAME": function,
+        "LAMBDA_TASK_ROOT": str(FUNCTIONS / function),
+        "TABLE_NAME": "chat-history",
+        "POWERTOOLS_SERVICE_NAME": "chat-history",
+        "POWERTOOLS_METRICS_NAMESPACE": "ChatHistory",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env.update(extra)
+    return env
+
+
+def _run(function: str, code: str, *args: str, **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=FUNCTIONS / function,
+        env=_lambda_env(function, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_every_function_is_checked() -> None:
+    """Issue 8: the list below covers every function folder (a new one is checked without being named)."""
+    # Given the function folders
+    # When they are listed
+    # Then there are handlers, and the model callers named here still exist
+    assert len(HANDLERS) >= 6
+    assert set(HANDLERS) >= CALLS_THE_MODEL
+
+
+@pytest.mark.parametrize("function", HANDLERS)
+def test_importing_a_handler_loads_no_tracing_sdk_tokenizer_or_unneeded_http_client(function: str) -> None:
+    """Issue 8: no aws_xray_sdk and no tiktoken at import; no httpx unless the function calls the model."""
+    # Given a fresh interpreter set up like a Lambda with tracing on
+    # When the handler module is imported
+    loaded = set(json.loads(_run(function, _IMPORT)))
+    # Then the X-Ray SDK and tiktoken are not loaded, nor httpx where the model is never called
+    allowed = {"httpx"} if function in CALLS_THE_MODEL else set()
+    assert loaded - allowed == set(), f"{function} imports {sorted(loaded - allowed)} at init"
+
+
+def test_the_handler_decorator_builds_the_tracer_on_the_first_invocation() -> None:
+    """Issue 8: `@tracer.capture_lambda_handler` hands the first call to Powertools' Tracer (built then)."""
+    # Given list_conversations imported in a fresh interpreter
+    # When it is invoked once (no identity: answered 401 before any DynamoDB call)
+    outcome = json.loads(_run("list_conversations", _INVOKE, str(REPO), POWERTOOLS_TRACE_DISABLED="true"))
+    # Then the Tracer and the X-Ray SDK did not exist before the call, and did after it
+    assert outcome["before"] == [False, False]
+    assert outcome["after"] == [True, True]
+    assert outcome["status"] == 401
