@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 class SummarizeIn(BaseModel):
     """A direct invocation: the conversation to summarize."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use (issue 8): stream batches, the usual invocation, never validate it.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     owner: str
     conversation_id: str
