@@ -19,13 +19,15 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 class LazyTracer:
     """Powertools' `Tracer`, built on first use rather than at import (issue 8, cold start).
 
-    Building a `Tracer` resolves its default provider, the X-Ray SDK, even when tracing is disabled:
-    about as much CPU as `import boto3` itself. The handlers apply `@tracer.capture_lambda_handler` and
+    Building a `Tracer` imports its default provider, the X-Ray SDK, even with tracing disabled, and with
+    tracing on it patches botocore, httpx and the other supported libraries: 40-75 ms of CPU measured,
+    half of a bare `import boto3` or more. The handlers apply `@tracer.capture_lambda_handler` and
     `@tracer.capture_method` at import, so those return a wrapper that builds the real `Tracer` on the
     first call and hands the function to the real decorator then; every other attribute (`provider`,
     `put_annotation`, `patch`...) builds it on access. Once built, it is the same `Tracer`, with the same
     options, as `Tracer(**options)` at import would have been: tracing in Lambda, auto-patching,
-    POWERTOOLS_TRACE_DISABLED all behave as before, from the first invocation on.
+    POWERTOOLS_TRACE_DISABLED all behave as before, from the first invocation on. With tracing on, that
+    cost is paid by the first invocation instead of the init phase; with tracing off it is never paid.
     """
 
     def __init__(self, **options: Any) -> None:
