@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from chat_core import tool_messages, turnlog
+from chat_core import turnlog
 from chat_core.cursors import decode_cursor, encode_cursor
 from chat_core.errors import (
     ConversationBusy,
@@ -25,13 +25,6 @@ from chat_core.errors import (
     ToolResultsPending,
 )
 from chat_core.observability import MetricUnit, logger, metrics, tracer
-from chat_core.schemas import (
-    MAX_POLICY_MESSAGES,
-    BuildWindowIn,
-    CreateConversationIn,
-    PostMessageIn,
-    WindowPolicyIn,
-)
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store.conversations import Conversation, Message, usage_map
@@ -51,11 +44,13 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
     from chat_core.provider import ChatProvider, Completion
+    from chat_core.schemas import BuildWindowIn, CreateConversationIn, PostMessageIn, WindowPolicyIn
     from chat_core.window import WindowPolicy, WindowResult
 
 # Cold start (issue 8): the model provider (httpx), the window engine and token counting, summaries,
-# resilience and Powertools idempotency are imported by the functions that use them, so the handlers
-# that only read (list, detail, events, delete, pin) never load them; a post loads them on first use.
+# resilience, tool messages, the request models and Powertools idempotency are imported by the functions
+# that use them, so the handlers that only read (list, detail, events, delete, pin) never load them; a
+# post loads them on first use.
 
 TITLE_FROM_MESSAGE_CHARS = 80
 LIST_SCOPE = "conversations"
@@ -144,6 +139,7 @@ def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
 
 def _history_reach(stored: Mapping[str, Any] | None) -> int:
     """How many newest messages the window can ever use, i.e. the Query's Limit minus the meta item."""
+    from chat_core.schemas import MAX_POLICY_MESSAGES
     from chat_core.window import SEED_003_POLICY
 
     if not stored:
@@ -276,6 +272,8 @@ def post_message(
         IdempotencyValidationError,
     )
 
+    from chat_core import tool_messages
+
     settings = get_settings()
     if request.content is not None:
         check_content(request.content, settings)
@@ -368,6 +366,7 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
     """
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 
+    from chat_core.schemas import PostMessageIn
     from chat_core.store import idempotency as idempotency_store
 
     config = IdempotencyConfig(
@@ -568,6 +567,8 @@ def _session_start(conversation: Conversation, settings: Settings) -> LogEvent:
 
 def _start_conversation(owner: str, request: PostMessageIn, settings: Settings) -> _Turn:
     """First message without an id: conversation, messages and events in one TransactWrite (API-1)."""
+    from chat_core import tool_messages
+
     assert request.content is not None  # checked by post_message before any I/O
     model = request.model or settings.llm_model
     conversation_id = new_id()
@@ -635,7 +636,7 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
     post must carry exactly those results (no content): they continue the open turn, and the model is
     asked again unless the turn already used MAX_TURN_STEPS model calls.
     """
-    from chat_core import resilience
+    from chat_core import resilience, tool_messages
 
     conversation_id = str(request.conversation_id)
     recorded_in = request.recorded()
