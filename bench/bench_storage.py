@@ -127,7 +127,6 @@ def _reset_pynamodb() -> None:
     base._bound = None
     if hasattr(base, "_connection"):
         base._connection = None  # TransactWrite's cached connection
-    store._bound_models = None
     for model in (base.TableItem, store.Conversation, store.Message):
         model._connection = None
 

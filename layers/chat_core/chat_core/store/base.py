@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from pynamodb.attributes import DiscriminatorAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
@@ -12,6 +12,7 @@ from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
+from chat_core.errors import StoreUnavailable
 from chat_core.settings import Settings, get_settings
 
 
@@ -81,7 +82,12 @@ def bind(settings: Settings | None = None) -> Settings:
     meta.max_retry_attempts = settings.dynamodb_max_attempts - 1
     meta.connect_timeout_seconds = settings.dynamodb_connect_timeout_seconds
     meta.read_timeout_seconds = settings.dynamodb_read_timeout_seconds
-    TableItem._connection = None
+    # Each model class caches its own connection on first use: drop them all, subclasses included.
+    pending: list[type[Model]] = [TableItem]
+    while pending:
+        model = pending.pop()
+        model._connection = None
+        pending.extend(model.__subclasses__())
     _bound = settings
     return settings
 
@@ -160,3 +166,18 @@ def transient_cause(exc: BaseException | None) -> str | None:
         if isinstance(current, PynamoDBException) and isinstance(current.cause, BaseException):
             pending.append(current.cause)
     return None
+
+
+def store_error(exc: Exception, message: str = "the database is busy; retry the request") -> Exception:
+    """A DynamoDB failure that retrying later could fix, as StoreUnavailable (503); anything else as is.
+
+    The one classification every store module raises with (`raise store_error(exc) from exc`): the
+    transient codes and transport failures `transient_cause` knows, plus any other botocore-level
+    failure (the request never got a DynamoDB answer). Anything else is a bug and stays itself.
+    """
+    cause = transient_cause(exc)
+    if cause is None and isinstance(exc, BotoCoreError):
+        cause = type(exc).__name__
+    if cause is None:
+        return exc
+    return StoreUnavailable(message, cause=cause)

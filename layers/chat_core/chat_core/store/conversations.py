@@ -22,7 +22,6 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import ConversationNotFound, StoreUnavailable
-from chat_core.settings import Settings, get_settings
 from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.events import EVENT_SK_PREFIX, EventItem, turn_prefix
@@ -37,19 +36,6 @@ from chat_core.store.keys import (
 )
 from chat_core.store.summaries import Summary
 from chat_core.turnlog import LogEvent
-
-# DynamoDB error codes that mean "try again later", not "your request is wrong".
-_TRANSIENT = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "TransactionConflict",
-        "TransactionInProgressException",
-    }
-)
 
 
 class UsageMap(MapAttribute[str, Any]):
@@ -184,42 +170,16 @@ _CONTENTION = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 _REPLY_ATTEMPTS = 4
 
 
-_bound_models: Settings | None = None
-
-
-def _bind(settings: Settings | None = None) -> Settings:
-    """Bind the table to settings and drop connections the subclasses cached for earlier settings."""
-    global _bound_models
-    settings = base.bind(settings or get_settings())
-    if _bound_models != settings:
-        for model in (TableItem, Conversation, Message, EventItem):
-            model._connection = None
-        _bound_models = settings
-    return settings
-
-
-def _store_error(exc: Exception) -> Exception:
-    """Turn a DynamoDB failure into a domain error when it is transient; otherwise keep it (a bug)."""
-    code = ""
-    if isinstance(exc, PynamoDBException):
-        code = exc.cause_response_code or ""
-    elif isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-    if code in _TRANSIENT or isinstance(exc, BotoCoreError):
-        return StoreUnavailable("the database is busy; retry the request", cause=code or type(exc).__name__)
-    return exc
-
-
 def _items(raw: Mapping[str, Any]) -> list[TableItem]:
     return [TableItem.from_raw_data(item) for item in raw.get("Items", [])]
 
 
 def _query(hash_key: str, **kwargs: Any) -> dict[str, Any]:
-    _bind()
+    base.bind()
     try:
         result: dict[str, Any] = TableItem._get_connection().query(hash_key, **kwargs)
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
     return result
 
 
@@ -253,14 +213,14 @@ def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
 
 def get_conversation(owner: str, conversation_id: str) -> Conversation | None:
     """GetItem of the conversation item (None when absent; deleted ones are returned, callers decide)."""
-    _bind()
+    base.bind()
     pk, sk = Conversation.key(owner, conversation_id)
     try:
         return Conversation.get(pk, sk, consistent_read=True)
     except Conversation.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
 
 
 def page_messages(owner: str, conversation_id: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
@@ -362,14 +322,14 @@ def find_message(owner: str, conversation_id: str, message_id: str) -> Message |
 
 def get_message(owner: str, conversation_id: str, seq: int) -> Message | None:
     """GetItem of the message at `seq` (None when there is none)."""
-    _bind()
+    base.bind()
     pk, sk = Message.key(owner, conversation_id, seq)
     try:
         return Message.get(pk, sk, consistent_read=True)
     except Message.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
 
 
 def page_events(
@@ -426,7 +386,7 @@ _NEW = TableItem.pk.does_not_exist()
 
 def _transact(items: Sequence[_Item]) -> None:
     """Run one TransactWrite of ("put"|"update", model, condition, actions) entries."""
-    settings = _bind()
+    settings = base.bind()
     try:
         with TransactWrite(connection=base.connection(settings)) as tx:
             for op, model, condition, actions in items:
@@ -445,9 +405,9 @@ def _transact(items: Sequence[_Item]) -> None:
                 reasons[index] = sent[position]
             if any(code in _CONTENTION for code in reasons):
                 raise _Cancelled(reasons) from exc
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
 
 
 class _Keep:
@@ -675,7 +635,7 @@ def soft_delete(
 ) -> None:
     """Mark deleted, leave the listing index (remove gsi1pk/gsi1sk), set the TTL, and write `events`
     (session_end) in the same transaction. Absent or deleted -> 404."""
-    _bind()
+    base.bind()
     pk, sk = Conversation.key(owner, conversation_id)
     target = Conversation(pk, sk)
     actions: list[Action] = [
@@ -699,6 +659,6 @@ def soft_delete(
     except PynamoDBException as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
     except (ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc

@@ -28,15 +28,6 @@ _BACKOFF_CAP_S = 2.0
 # USER#<escaped owner>#CONV#<id>: an escaped owner never contains '#', so the split is unambiguous.
 _PK_RE = re.compile(r"^USER#(?P<owner>[^#]+)#CONV#(?P<id>[0-9A-Z]{26})$")
 _UNESCAPE_RE = re.compile(r"%(25|23)")
-_TRANSIENT = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-    }
-)
 
 
 def parse_conversation_pk(pk: str) -> tuple[str, str] | None:
@@ -67,17 +58,6 @@ class PurgeCount:
     retries: int
 
 
-def _store_error(exc: Exception) -> Exception:
-    code = ""
-    if isinstance(exc, PynamoDBException):
-        code = exc.cause_response_code or ""
-    elif isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-    if code in _TRANSIENT or isinstance(exc, BotoCoreError):
-        return StoreUnavailable("the database is busy; retry", cause=code or type(exc).__name__)
-    return exc
-
-
 def delete_partition(pk: str, *, sleep: Callable[[float], None] = time.sleep) -> PurgeCount:
     """Delete every item whose partition key is `pk`: Query its keys page by page, BatchWriteItem 25 at
     a time, retrying UnprocessedItems with exponential backoff and jitter.
@@ -101,7 +81,7 @@ def delete_partition(pk: str, *, sleep: Callable[[float], None] = time.sleep) ->
                 exclusive_start_key=start,
             )
         except (PynamoDBException, ClientError, BotoCoreError) as exc:
-            raise _store_error(exc) from exc
+            raise base.store_error(exc) from exc
         pages += 1
         keys = [{"pk": item["pk"], "sk": item["sk"]} for item in raw.get("Items", [])]
         for offset in range(0, len(keys), BATCH_SIZE):
@@ -122,7 +102,7 @@ def _delete_batch(connection: Any, keys: list[dict[str, Any]], sleep: Callable[[
         try:
             answer: dict[str, Any] = connection.batch_write_item(delete_items=pending)
         except (PynamoDBException, ClientError, BotoCoreError) as exc:
-            error = _store_error(exc)
+            error = base.store_error(exc)
             if not isinstance(error, StoreUnavailable) or attempt == _BATCH_ATTEMPTS - 1:
                 raise error from exc
         else:

@@ -11,8 +11,6 @@ from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
-from chat_core.errors import StoreUnavailable
-from chat_core.settings import Settings, get_settings
 from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
@@ -20,19 +18,6 @@ from chat_core.store.keys import META_SK, conversation_pk, message_sk
 #: "~SUMMARY" sorts after "~META" ('S' > 'M'): the post's one descending Query meets the summary first,
 #: then the conversation item, then the newest messages (SPEC §9, API-4 stays one Query).
 SUMMARY_SK = "~SUMMARY"
-
-# Same transient codes as the conversation store: "try again later", not "your request is wrong".
-_TRANSIENT = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "TransactionConflict",
-        "TransactionInProgressException",
-    }
-)
 
 
 class Summary(TableItem, discriminator="summary"):
@@ -69,29 +54,6 @@ class SummarySuperseded(Exception):
     """The stored summary moved on (another run wrote first), or the conversation is gone or deleted."""
 
 
-_bound_models: Settings | None = None
-
-
-def _bind(settings: Settings | None = None) -> Settings:
-    global _bound_models
-    settings = base.bind(settings or get_settings())
-    if _bound_models != settings:
-        Summary._connection = None
-        _bound_models = settings
-    return settings
-
-
-def _store_error(exc: Exception) -> Exception:
-    code = ""
-    if isinstance(exc, PynamoDBException):
-        code = exc.cause_response_code or ""
-    elif isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-    if code in _TRANSIENT or isinstance(exc, BotoCoreError):
-        return StoreUnavailable("the database is busy; retry", cause=code or type(exc).__name__)
-    return exc
-
-
 def iter_messages(
     owner: str, conversation_id: str, first_seq: int, last_seq: int, *, page_size: int = 50
 ) -> Iterator[TableItem]:
@@ -102,7 +64,7 @@ def iter_messages(
     """
     if last_seq < first_seq:
         return
-    _bind()
+    base.bind()
     pk = conversation_pk(owner, conversation_id)
     start: dict[str, Any] | None = None
     while True:
@@ -116,7 +78,7 @@ def iter_messages(
                 exclusive_start_key=start,
             )
         except (PynamoDBException, ClientError, BotoCoreError) as exc:
-            raise _store_error(exc) from exc
+            raise base.store_error(exc) from exc
         for item in raw.get("Items", []):
             yield TableItem.from_raw_data(item)
         start = raw.get("LastEvaluatedKey")
@@ -132,7 +94,7 @@ def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
     already moved the summary on (it never regresses to an older range), or the conversation was deleted
     or purged meanwhile (no summary is left behind in a purged partition).
     """
-    settings = _bind()
+    settings = base.bind()
     condition: Condition = (
         TableItem.pk.does_not_exist() if previous_to_seq is None else Summary.to_seq == previous_to_seq
     )
@@ -153,18 +115,18 @@ def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
             reasons = [r.code if r is not None else None for r in exc.cancellation_reasons]
             if "ConditionalCheckFailed" in reasons:
                 raise SummarySuperseded(str(reasons)) from exc
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
 
 
 def get_summary(owner: str, conversation_id: str) -> Summary | None:
     """GetItem of a conversation's summary (None when it has none)."""
-    _bind()
+    base.bind()
     pk, sk = Summary.key(owner, conversation_id)
     try:
         return Summary.get(pk, sk, consistent_read=True)
     except Summary.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
-        raise _store_error(exc) from exc
+        raise base.store_error(exc) from exc
