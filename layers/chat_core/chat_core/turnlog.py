@@ -6,6 +6,9 @@ assistant message is a Step (`assistant`, then one `action` per tool call it ask
 per tool result); a model answer without tool calls is the Turn's `final`, then `turn_end` with status
 ok | error | max_steps, stepCount, durationMs, errorMessage? and tokens. A Turn whose model answer asked
 for tool calls stays open until the client posts their results; the model then answers again (next Step).
+A turn whose reply was never stored (the reply write failed, or the post died) is still ended: an error
+step and `turn_end` status error, written with the error reply that fills its slot (`interrupted`; a
+later post rebuilds the turn from its stored events with `resume_from_log`).
 
 This module is pure: it builds `LogEvent`s and the open Turn's state; the store writes them.
 """
@@ -23,6 +26,9 @@ EventType = Literal[
     "session_start", "turn_start", "assistant", "action", "observation", "final", "turn_end", "session_end"
 ]
 TurnStatus = Literal["ok", "error", "max_steps"]
+#: Who ended a turn whose reply was never stored: its own post after the reply write failed, or a later one.
+ClosedBy = Literal["fallback", "repair"]
+_INTERRUPTION: dict[str, str] = {"fallback": "not_stored", "repair": "interrupted"}
 
 #: Every exported line carries exactly these keys, in this order (null where they do not apply), so a
 #: file loads into a table without schema guessing; the same shape as the CLI's history files.
@@ -370,8 +376,10 @@ class TurnRecorder:
         *,
         error_message: str | None = None,
         conversation_tokens: Tokens | None = None,
+        closed_by: ClosedBy | None = None,
     ) -> None:
-        """`turn_end`: status, stepCount, durationMs, errorMessage?, tokens of the turn and conversation."""
+        """`turn_end`: status, stepCount, durationMs, errorMessage?, tokens of the turn and conversation;
+        `closedBy` when the turn was not ended by its own post's reply (see `interrupted`)."""
         meta: dict[str, Any] = {
             "status": status,
             "stepCount": self.state.step + 1,
@@ -382,6 +390,8 @@ class TurnRecorder:
             meta["errorMessage"] = error_message
         if conversation_tokens is not None:
             meta["conversationTokens"] = conversation_tokens.to_meta()
+        if closed_by is not None:
+            meta["closedBy"] = closed_by
         self._emit("turn_end", meta=meta)
         self.closed = True
         self.status = status
@@ -391,6 +401,89 @@ class TurnRecorder:
     def awaiting_results(self) -> bool:
         """True when the turn is open with tool calls that have no result yet."""
         return not self.closed and bool(self.state.pending)
+
+    def interrupted(
+        self,
+        *,
+        message_id: str,
+        model: str,
+        error_message: str,
+        closed_by: ClosedBy,
+        conversation_tokens: Tokens | None = None,
+    ) -> None:
+        """The turn's reply never got stored: the error reply put in its slot (`message_id`) is an
+        `assistant` step with status error (kind not_stored | interrupted), then `turn_end` status error.
+
+        `closed_by` is "fallback" when the post itself closed the turn after its reply write failed, and
+        "repair" when a later post closed a turn whose post died; durationMs then runs to the repair.
+        """
+        self.state.step += 1
+        self._emit(
+            "assistant",
+            step=self.state.step,
+            content="",
+            role="assistant",
+            meta={
+                "status": "error",
+                "tokens": {**Tokens().to_meta(), "source": "local"},
+                "model": model,
+                "messageId": message_id,
+                "error": {"message": error_message, "kind": _INTERRUPTION[closed_by], "statusCode": None},
+            },
+        )
+        self.end(
+            "error", error_message=error_message, conversation_tokens=conversation_tokens, closed_by=closed_by
+        )
+
+
+def _ts_ms(ts: str) -> int | None:
+    try:
+        stamp = datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(stamp.timestamp() * 1000)
+
+
+def resume_from_log(events: Sequence[LogEvent]) -> TurnRecorder | None:
+    """A recorder that continues the turn whose stored events are `events` (all of one turn's, each with
+    its `index`), rebuilt from the log alone; None when there are none or the turn already ended.
+
+    What a repair needs when the post that ran the turn died: the next free index, the step reached,
+    when the turn started and the tokens its model steps used (client steps carry no model tokens).
+    """
+    if not events or any(e.type == "turn_end" for e in events):
+        return None
+    ordered = sorted(events, key=lambda e: e.index)
+    first = ordered[0]
+    tokens = Tokens()
+    model_calls = 0
+    for event in ordered:
+        if event.type != "assistant" or event.meta.get("source") == "client":
+            continue
+        model_calls += 1
+        used = event.meta.get("tokens")
+        if isinstance(used, Mapping):
+            counted = used.get("local")
+            local: Mapping[str, Any] = counted if isinstance(counted, Mapping) else {}
+            tokens.add(
+                Tokens(
+                    prompt=int(used.get("prompt") or 0),
+                    completion=int(used.get("completion") or 0),
+                    total=int(used.get("total") or 0),
+                    local_prompt=int(local.get("prompt") or 0),
+                    local_completion=int(local.get("completion") or 0),
+                )
+            )
+    started = next((e.ts for e in ordered if e.type == "turn_start"), first.ts)
+    state = TurnState(
+        turn=int(first.turn or 0),
+        started_ms=_ts_ms(started) or now_ms(),
+        next_index=ordered[-1].index + 1,
+        step=max((e.step for e in ordered if e.step is not None), default=-1),
+        model_calls=model_calls,
+        tokens=tokens,
+    )
+    return TurnRecorder.resume(state)
 
 
 def session_start(*, model: str, encoding: str, config: Mapping[str, Any]) -> LogEvent:
