@@ -428,6 +428,8 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     completion, failure = resilience.cap_reply(*_ask_model(window.result, turn.model, context), settings)
     assistant, reported, local = _reply_message(owner, turn, window.prompt_tokens, completion, failure)
     resilience.fit_item(assistant)
+    # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there (issue 7).
+    written = turn.recorder.state.to_json()
     open_turn = _record_answer(turn, assistant, completion, failure, reported, local)
     try:
         store.record_reply(
@@ -441,7 +443,9 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
         )
     except Exception as exc:
         # The user message is stored already: end the turn as an error rather than leave it open.
-        resilience.close_failed_turn(turn.conversation, assistant, exc)
+        resilience.close_failed_turn(
+            turn.conversation, assistant, exc, turn=written, turn_on_item=turn.resumed
+        )
         raise
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(

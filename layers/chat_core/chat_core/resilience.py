@@ -5,25 +5,29 @@
 - `fit_item`: an error reply's provider record is shrunk until the item fits under DynamoDB's 400 KB.
 - `close_failed_turn`: when TransactWrite #2 fails, an error reply goes into the reserved slot instead.
 - `repair_abandoned`: a reserved slot a crashed post never filled is closed by the next post.
+
+Either way the turn log ends the turn (seed 002): an error step for the error reply and `turn_end` status
+error, in the same TransactWrite as the reply, and the turn's state leaves the conversation item.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from chat_core import turnlog
 from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.limits import utf8_bytes
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.provider import MAX_RECORDED_BODY_BYTES, Completion
 from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes
-from chat_core.store.conversations import Conversation, Message, usage_map
-from chat_core.store.keys import new_id
+from chat_core.store.conversations import Conversation, Message, message_id_for, usage_map
 from chat_core.tool_messages import MAX_MESSAGE_TOOL_CALLS_BYTES
+from chat_core.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 
 CONTENTION_BASE_S: Final = 0.01
 CONTENTION_CAP_S: Final = 0.4
@@ -121,7 +125,7 @@ def error_reply(conversation: Conversation, seq: int, message: str, *, model: st
         conversation.owner,
         conversation.conversation_id,
         seq,
-        message_id=new_id(),
+        message_id=message_id_for(seq),
         role="assistant",
         content="",
         status="error",
@@ -135,15 +139,62 @@ def error_reply(conversation: Conversation, seq: int, message: str, *, model: st
     )
 
 
-def close_failed_turn(conversation: Conversation, reply: Message, cause: BaseException) -> bool:
+def _conversation_tokens(conversation: Conversation) -> Tokens:
+    """The conversation's totals as read (an error reply adds nothing to them)."""
+    return Tokens(
+        prompt=int(conversation.prompt_tokens),
+        completion=int(conversation.completion_tokens),
+        total=int(conversation.total_tokens),
+        local_prompt=int(conversation.local_prompt_tokens),
+        local_completion=int(conversation.local_completion_tokens),
+    )
+
+
+def _closing_events(
+    conversation: Conversation,
+    recorder: TurnRecorder | None,
+    reply: Message,
+    closed_by: turnlog.ClosedBy,
+) -> list[LogEvent]:
+    """The error step standing for `reply` and turn_end status error (none without a turn to close)."""
+    if recorder is None:
+        return []
+    error = reply.error if isinstance(reply.error, dict) else {}
+    recorder.interrupted(
+        message_id=reply.message_id,
+        model=str(reply.model),
+        error_message=str(error.get("message", "")),
+        closed_by=closed_by,
+        conversation_tokens=_conversation_tokens(conversation),
+    )
+    return recorder.take_events()
+
+
+def close_failed_turn(
+    conversation: Conversation,
+    reply: Message,
+    cause: BaseException,
+    *,
+    turn: Mapping[str, Any] | None = None,
+    turn_on_item: bool = False,
+) -> bool:
     """After TransactWrite #2 failed: put an error reply into the reserved slot (best effort, never raises).
 
+    `turn` is the turn's state as TransactWrite #1 left it (`TurnState.to_json()`): the closing events
+    take the indexes the lost reply's events would have had, so a late landing of the original write and
+    this close exclude each other. `turn_on_item` says TransactWrite #1 also stored that state on the
+    conversation item (a post of tool results): it is removed with the close.
     If this fails too, the slot stays empty and the next post repairs it (`repair_abandoned`).
     """
     why = getattr(cause, "code", None) or type(cause).__name__
     fallback = error_reply(conversation, int(reply.seq), UNSTORED_REPLY.format(cause=why), model=reply.model)
+    state = TurnState.from_json(turn)
+    recorder = TurnRecorder.resume(state) if state is not None else None
+    events = _closing_events(conversation, recorder, fallback, "fallback")
     try:
-        closed = repair.close_turn(conversation, fallback)
+        closed = repair.close_turn(
+            conversation, fallback, events=events, open_turn=turn if turn_on_item else None
+        )
     except StoreUnavailable as exc:
         logger.warning("failed turn left open for repair", seq=int(reply.seq), error=exc.message)
         return False
@@ -180,21 +231,46 @@ def abandoned_slots(
     return slots
 
 
+def _abandoned_turn(
+    conversation: Conversation, before: Message
+) -> tuple[TurnRecorder | None, Mapping[str, Any] | None]:
+    """The turn the post that wrote `before` ran, resumed from its stored events, and that turn's state
+    on the conversation item, if the item still holds it (a crashed post of tool results leaves it)."""
+    logged = repair.read_turn_of(conversation, before.message_id)
+    if logged is None:
+        logger.warning("interrupted turn not found in the turn log; closed without turn_end", seq=before.seq)
+        return None, None
+    recorder = turnlog.resume_from_log(logged)
+    if recorder is None:
+        return None, None  # the log ended it already: only the reply is missing
+    held = TurnState.from_json(conversation.open_turn)
+    if held is None or held.turn != recorder.turn or held.pending:
+        return recorder, None
+    return recorder, conversation.open_turn
+
+
 def repair_abandoned(
     conversation: Conversation, messages: Sequence[Message], settings: Settings | None = None
 ) -> int:
     """Close every abandoned reply slot among `messages` as an error turn; returns how many were closed.
 
+    Each close also ends the turn in the log (error step, turn_end status error, `closedBy: "repair"`):
+    the turn is found from its stored events (one Query, only on this rare path). Idempotent: a slot
+    closed meanwhile, by another repair or a late reply, makes the close write nothing.
     Never raises: a post must not fail because an old turn could not be repaired this time.
     """
     settings = settings or get_settings()
     slots = abandoned_slots(
         messages, int(conversation.next_seq), datetime.now(UTC), settings.abandoned_turn_seconds
     )
+    by_seq = {int(m.seq): m for m in messages}
     closed = 0
     for seq in slots:
+        reply = error_reply(conversation, seq, INTERRUPTED_TURN)
         try:
-            closed += repair.close_turn(conversation, error_reply(conversation, seq, INTERRUPTED_TURN))
+            recorder, open_turn = _abandoned_turn(conversation, by_seq[seq - 1])
+            events = _closing_events(conversation, recorder, reply, "repair")
+            closed += repair.close_turn(conversation, reply, events=events, open_turn=open_turn)
         except StoreUnavailable as exc:
             logger.warning("abandoned turn not repaired this time", seq=seq, error=exc.message)
     if closed:

@@ -1,6 +1,10 @@
-"""Closing a turn whose reply never came: an error reply written into the slot TransactWrite #1 reserved."""
+"""Closing a turn whose reply never came: an error reply written into the slot TransactWrite #1 reserved,
+together with the turn's closing events (seed 002), and the read that finds a turn's stored events."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
@@ -10,29 +14,120 @@ from chat_core.errors import StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import Conversation, Message
+from chat_core.store.events import EVENT_SK_PREFIX, SESSION_END_SK, EventItem
+from chat_core.turnlog import LogEvent
+
+#: How far back (newest events first) a repair looks for the turn of an interrupted post. An abandoned
+#: turn is one of the newest; past this the reply is still closed, without its turn_end.
+MAX_SEARCH_EVENTS: Final = 400
+_PAGE_EVENTS: Final = 50
+_CONFLICT: Final = "ConditionalCheckFailed"
 
 
-def close_turn(conversation: Conversation, reply: Message) -> bool:
-    """One TransactWrite: put `reply` into its empty reserved slot and count it in `message_count`.
+def _log_event(item: EventItem) -> LogEvent:
+    """The stored event with its index in the turn (the last part of its sort key)."""
+    line = item.to_line()
+    return LogEvent(
+        type=line["type"],
+        ts=line["ts"],
+        turn=line["turn"],
+        step=line["step"],
+        content=line["content"],
+        role=line["role"],
+        meta=line["meta"],
+        index=int(item.sk.rsplit("#", 1)[1]),
+    )
 
-    Returns False, writing nothing, when the slot is no longer empty (the reply or another repair got
-    there first) or the conversation is gone or deleted. Raises StoreUnavailable when DynamoDB fails.
+
+def read_turn_of(
+    conversation: Conversation, message_id: str, *, max_events: int = MAX_SEARCH_EVENTS
+) -> list[LogEvent] | None:
+    """Every event of the turn that recorded the message `message_id` (its turn_start, or the step of a
+    tool result or client message), oldest first; None when none of the newest `max_events` names it.
+
+    One descending Query, read page by page only as far as that turn's first event.
     """
+    base.bind()
+    found = False
+    current: int | None = None
+    events: list[EventItem] = []
+    try:
+        for item in EventItem.query(
+            conversation.pk,
+            EventItem.sk.startswith(EVENT_SK_PREFIX),
+            scan_index_forward=False,
+            consistent_read=True,
+            limit=max_events,
+            page_size=_PAGE_EVENTS,
+        ):
+            if item.sk == SESSION_END_SK:
+                continue
+            turn = int(item.turn or 0)
+            if turn != current:
+                if found:
+                    break  # past the turn's first event
+                current, events = turn, []
+            events.append(item)
+            meta = item.meta if isinstance(item.meta, Mapping) else {}
+            found = found or meta.get("messageId") == message_id
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    if not found:
+        return None
+    return [_log_event(item) for item in reversed(events)]
+
+
+def _close(
+    conversation: Conversation,
+    reply: Message,
+    events: Sequence[EventItem],
+    open_turn: Mapping[str, Any] | None,
+) -> list[str | None] | None:
+    """One TransactWrite; None when it went through, else each item's cancellation code (None = not the
+    cause) in the order sent: the reply, the events, the conversation."""
     target = Conversation(conversation.pk, conversation.sk)
+    condition = TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
+    actions: list[Any] = [Conversation.message_count.add(1)]
+    if open_turn is not None:
+        # Only the state this turn left: another turn's pending tool calls are never touched.
+        condition = condition & (Conversation.open_turn == dict(open_turn))
+        actions.append(Conversation.open_turn.remove())
     try:
         with TransactWrite(connection=base.connection()) as tx:
+            # Puts are sent before updates: the reply, the events, then the conversation.
             tx.save(reply, condition=TableItem.pk.does_not_exist())
-            tx.update(
-                target,
-                actions=[Conversation.message_count.add(1)],
-                condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
-            )
+            for event in events:
+                tx.save(event, condition=TableItem.pk.does_not_exist())
+            tx.update(target, actions=actions, condition=condition)
     except TransactWriteError as exc:
-        reasons = {r.code for r in exc.cancellation_reasons if r is not None}
+        reasons = [r.code if r is not None else None for r in exc.cancellation_reasons]
         cancelled = exc.cause_response_code == "TransactionCanceledException"
-        if cancelled and reasons == {"ConditionalCheckFailed"}:
-            return False
+        if cancelled and reasons and {code for code in reasons if code is not None} == {_CONFLICT}:
+            return reasons
         raise StoreUnavailable("the turn could not be closed", cause=base.transient_cause(exc)) from exc
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise StoreUnavailable("the turn could not be closed", cause=base.transient_cause(exc)) from exc
-    return True
+    return None
+
+
+def close_turn(
+    conversation: Conversation,
+    reply: Message,
+    *,
+    events: Sequence[LogEvent] = (),
+    open_turn: Mapping[str, Any] | None = None,
+) -> bool:
+    """One TransactWrite: put `reply` into its empty reserved slot, count it in `message_count` and put
+    the turn's closing `events` (each into a free key); `open_turn`, when given, is the turn's state as
+    the conversation item was read holding it, and is removed if the item still holds exactly that.
+
+    Returns False, writing nothing, when the slot or an event key is taken already (the post's own reply
+    or another repair got there first: nothing is written twice) or the conversation is gone or deleted.
+    If only `open_turn` changed meanwhile, the turn is closed and the newer state left alone.
+    Raises StoreUnavailable when DynamoDB fails.
+    """
+    items = [EventItem.new(conversation.owner, conversation.conversation_id, e) for e in events]
+    reasons = _close(conversation, reply, items, open_turn)
+    if reasons is not None and open_turn is not None and reasons[-1] == _CONFLICT and not any(reasons[:-1]):
+        reasons = _close(conversation, reply, items, None)
+    return reasons is None
