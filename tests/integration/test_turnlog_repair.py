@@ -297,6 +297,12 @@ def test_issue5_1_a_crash_while_answering_tool_results_ends_the_turn_and_clears_
         2,
         "repair",
     )
+    # And the turn's tokens are those of its one model step that was stored (the tool call)
+    asked = lines[2]["meta"]["tokens"]
+    assert asked["total"] > 0
+    assert {k: end["meta"]["tokens"][k] for k in ("prompt", "completion", "total", "local")} == {
+        k: asked[k] for k in ("prompt", "completion", "total", "local")
+    }
     assert _types_by_turn(lines)[2] == COMPLETE
     # And the conversation no longer holds turn 1's state
     conversation = store.get_conversation("alice", conversation_id)
