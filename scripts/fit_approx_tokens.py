@@ -93,7 +93,7 @@ def fit(encoding_name: str, common_han: re.Pattern[str]) -> tuple[dict[str, floa
     kinds = [kind for kind, _ in tokens._PIECE_KINDS]
     rows: dict[str, list[tuple[list[int], int]]] = defaultdict(list)
     for category in CATEGORIES:
-        for match in tokens._PIECES.finditer(corpus(category, "fit")):
+        for match in tokens._piece_patterns().pieces.finditer(corpus(category, "fit")):
             kind = kinds[match.lastindex - 1]  # type: ignore[operator]
             piece = match.group()
             features = tokens.approx_features(piece, common_han=common_han)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import binascii
+import functools
 import hashlib
 import json
 import math
@@ -284,14 +285,12 @@ def _piece_kinds(lu: str, ll: str, glue_excluded: str, *, ascii_only: bool) -> t
 _PIECE_KINDS: Final = _piece_kinds(_LU, _LL, _EMOJI + _CJK_PUNCT + _BRAHMIC, ascii_only=False)
 # Pure-ASCII text (most English and code) takes a smaller pattern that cuts it identically, faster.
 _ASCII_PIECE_KINDS: Final = _piece_kinds("A-Z", "a-z", "", ascii_only=True)
-_PIECES: Final = re.compile("|".join(f"({pattern})" for _, pattern in _PIECE_KINDS))
-_ASCII_PIECES: Final = re.compile("|".join(f"({pattern})" for _, pattern in _ASCII_PIECE_KINDS))
 # kind -> regex group (0, a group that never matches, when the pattern has no such kind)
 _GROUP: Final = {kind: index for index, (kind, _) in enumerate(_PIECE_KINDS, start=1)}
 _ASCII_GROUP: Final = dict.fromkeys(_GROUP, 0) | {
     kind: index for index, (kind, _) in enumerate(_ASCII_PIECE_KINDS, start=1)
 }
-_ASTRAL: Final = re.compile("[\U00010000-\U0001ffff\U000e0000-\U0010ffff]")
+_ASTRAL: Final = "[\U00010000-\U0001ffff\U000e0000-\U0010ffff]"
 _LONG_PIECE: Final = 8  # letters past this (leading space or glue included) cost long_word_excess each
 
 # Feature order of the coefficient vectors.
@@ -327,10 +326,34 @@ APPROX_FEATURES: Final[tuple[str, ...]] = (
 )
 
 
+@dataclass(frozen=True)
+class _PiecePatterns:
+    """The compiled TOK-7 regexes: `pieces` cuts any text (group i+1 = _PIECE_KINDS[i]), `ascii_pieces`
+    cuts pure-ASCII text the same way, faster; `astral` and `common_han` refine emoji and Han counts."""
+
+    pieces: re.Pattern[str]
+    ascii_pieces: re.Pattern[str]
+    astral: re.Pattern[str]
+    common_han: re.Pattern[str]
+
+
+@functools.cache
+def _piece_patterns() -> _PiecePatterns:
+    """Compiled on the first approximate count, not at import: compiling them costs ~4 ms of CPU, which
+    every handler that imports this module would pay at cold start whether it approximates or not."""
+    return _PiecePatterns(
+        pieces=re.compile("|".join(f"({pattern})" for _, pattern in _PIECE_KINDS)),
+        ascii_pieces=re.compile("|".join(f"({pattern})" for _, pattern in _ASCII_PIECE_KINDS)),
+        astral=re.compile(_ASTRAL),
+        common_han=re.compile(f"[{_COMMON_HAN}]"),
+    )
+
+
 def approx_features(text: str, *, common_han: re.Pattern[str] | None = None) -> list[int]:
     """TOK-7 piece counts of `text`, in APPROX_FEATURES order (exposed for the calibration script)."""
     ascii_only = text.isascii()
-    pieces, g = (_ASCII_PIECES, _ASCII_GROUP) if ascii_only else (_PIECES, _GROUP)
+    patterns = _piece_patterns()
+    pieces, g = (patterns.ascii_pieces, _ASCII_GROUP) if ascii_only else (patterns.pieces, _GROUP)
     counts = [0] * (pieces.groups + 1)
     lengths = [0] * (pieces.groups + 1)
     excess = 0
@@ -346,9 +369,9 @@ def approx_features(text: str, *, common_han: re.Pattern[str] | None = None) -> 
             excess += size - _LONG_PIECE
         elif group == emoji_group:
             # Only astral characters inside emoji pieces: astral letters (e.g. U+1D400) are not emoji.
-            astral += len(_ASTRAL.findall(text, start, end))
+            astral += len(patterns.astral.findall(text, start, end))
     han_all = lengths[g["han"]]
-    han_common = (common_han or _COMMON_HAN_RE).subn("", text)[1] if han_all else 0
+    han_common = (common_han or patterns.common_han).subn("", text)[1] if han_all else 0
     return [
         counts[g["word"]],
         counts[g["glued_word"]],
@@ -481,7 +504,6 @@ _COMMON_HAN: Final = (
 )
 # --- END GENERATED ---
 
-_COMMON_HAN_RE: Final = re.compile(f"[{_COMMON_HAN}]")
 _APPROX_VECTORS: Final[dict[str, tuple[float, ...]]] = {
     name: tuple(_APPROX_COEFFICIENTS.get(name, {}).get(feature, 0.0) for feature in APPROX_FEATURES)
     for name in _SPECS
