@@ -226,15 +226,22 @@ def get_conversation(owner: str, conversation_id: str) -> Conversation | None:
 def page_messages(owner: str, conversation_id: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
     """Messages oldest first, one Query of `limit + 1` to know whether another page exists."""
     pk, _ = Conversation.key(owner, conversation_id)
+    return _page_by_prefix(pk, MESSAGE_SK_PREFIX, Message, limit, start_key)
+
+
+def _page_by_prefix(
+    pk: str, prefix: str, kind: type[TableItem], limit: int, start_key: Mapping[str, str] | None
+) -> Page:
+    """Items of one kind whose sk starts with `prefix`, in sk order; `limit + 1` tells whether more exist."""
     raw = _query(
         pk,
-        range_key_condition=TableItem.sk.startswith(MESSAGE_SK_PREFIX),
+        range_key_condition=TableItem.sk.startswith(prefix),
         scan_index_forward=True,
         limit=limit + 1,
         exclusive_start_key=_start_key(start_key),
         consistent_read=True,
     )
-    found = [item for item in _items(raw) if isinstance(item, Message)]
+    found = [item for item in _items(raw) if isinstance(item, kind)]
     page, more = found[:limit], len(found) > limit
     last_key = {"pk": page[-1].pk, "sk": page[-1].sk} if more and page else None
     return Page(items=page, last_key=last_key)
@@ -343,18 +350,7 @@ def page_events(
     """Turn-log events in log order (session_start, turns, session_end), or one turn's: one Query."""
     pk, _ = Conversation.key(owner, conversation_id)
     prefix = turn_prefix(turn) if turn is not None else EVENT_SK_PREFIX
-    raw = _query(
-        pk,
-        range_key_condition=TableItem.sk.startswith(prefix),
-        scan_index_forward=True,
-        limit=limit + 1,
-        exclusive_start_key=_start_key(start_key),
-        consistent_read=True,
-    )
-    found = [item for item in _items(raw) if isinstance(item, EventItem)]
-    page, more = found[:limit], len(found) > limit
-    last_key = {"pk": page[-1].pk, "sk": page[-1].sk} if more and page else None
-    return Page(items=page, last_key=last_key)
+    return _page_by_prefix(pk, prefix, EventItem, limit, start_key)
 
 
 def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
