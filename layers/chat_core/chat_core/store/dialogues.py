@@ -36,8 +36,8 @@ from pynamodb.attributes import ListAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from chat_core.errors import Conflict, DialogueNotFound, InvalidInput, StoreUnavailable
-from chat_core.store.base import TableItem, bind, connection
+from chat_core.errors import Conflict, DialogueNotFound, InvalidInput
+from chat_core.store.base import TableItem, bind, connection, store_error
 
 MAX_PARTICIPANTS: Final = 32  # one start writes 2 + 2n items; a transaction holds at most 100
 MAX_PARTICIPANT_ID_CHARS: Final = 64
@@ -346,8 +346,9 @@ def _entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
     )
 
 
-def _unavailable(exc: PynamoDBException, what: str) -> StoreUnavailable:
-    return StoreUnavailable(f"storage failed while {what}; retry later", cause=exc.cause_response_code)
+def _unavailable(exc: PynamoDBException, what: str) -> Exception:
+    """StoreUnavailable (503) when retrying could help; any other failure stays itself (a bug, not "busy")."""
+    return store_error(exc, f"storage failed while {what}; retry later")
 
 
 # ------------------------------------------------------------------------------------------ dialogues
