@@ -37,6 +37,12 @@ MAX_IDEMPOTENCY_KEY_CHARS = 255
 _MAX_REPORTED_ERRORS = 10
 
 
+# One wording for every 401: deployed callers send a JWT; the local dev server (`make run`) maps X-User-Id.
+NO_IDENTITY_MESSAGE = (
+    "no caller identity: send a valid JWT (Authorization: Bearer ...); the local dev server takes X-User-Id"
+)
+
+
 def json_response(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response[Any]:
     """A JSON response (`None` body -> empty, for 204)."""
     extra = dict(headers) if headers else None
@@ -283,7 +289,7 @@ def caller(app: APIGatewayHttpResolver) -> str:
     """The caller's id; Unauthorized (401) without one."""
     owner = caller_or_none(app)
     if owner is None:
-        raise Unauthorized("no caller identity: send a valid JWT (Authorization: Bearer ...)")
+        raise Unauthorized(NO_IDENTITY_MESSAGE)
     return owner
 
 
@@ -334,7 +340,7 @@ def build_app() -> APIGatewayHttpResolver:
     def _invalid_request(exc: RequestValidationError) -> Response[Any]:
         # Identity comes first: an anonymous request with a bad body is still 401, not 422.
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
+            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
             reason = next(
@@ -350,19 +356,19 @@ def build_app() -> APIGatewayHttpResolver:
 
     def _unsupported(exc: RequestUnsupportedContentType) -> Response[Any]:
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
+            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
         return error_response(415, "unsupported_media_type", "send the request body as application/json")
 
     def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
         # A body that is not UTF-8 (API Gateway passes it base64-encoded) cannot be JSON.
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
+            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
         return error_response(400, "invalid_json", "request body is not valid JSON (it is not UTF-8 text)")
 
     def _no_route(exc: NotFoundError) -> Response[Any]:
         # An id Powertools' router cannot match (control characters, ...) is still asked identity first.
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, "no caller identity: send a valid JWT")
+            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
         event = app.current_event
         return error_response(404, "route_not_found", f"no route for {event.http_method} {event.path}")
 
