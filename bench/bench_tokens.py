@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -14,32 +13,13 @@ from typing import Any
 from chat_core import tokens
 
 from bench import Section, median_seconds, ms, progress, verdict
+from tests.support.corpora import corpus, paragraph_units
 
 REPO = Path(__file__).resolve().parent.parent
-CORPORA = REPO / "tests" / "data" / "tokens"
 CATEGORIES = ("english_prose", "chinese_prose", "code", "chat", "other_scripts")
 REQUIRED = CATEGORIES[:4]
 BAND = (-0.10, 0.15)
-PARAGRAPH_MIN_CHARS = 200
 COLD_RUNS = 5
-
-
-def _corpus(category: str, split: str) -> str:
-    return (CORPORA / f"{category}.{split}.txt").read_text(encoding="utf-8")
-
-
-def _paragraphs(text: str) -> list[str]:
-    """Blank-line paragraphs, short ones merged forward to >= PARAGRAPH_MIN_CHARS (as the tests do)."""
-    units: list[str] = []
-    pending = ""
-    for paragraph in (p for p in re.split(r"\n\s*\n", text) if p.strip()):
-        pending = f"{pending}\n\n{paragraph}" if pending else paragraph
-        if len(pending) >= PARAGRAPH_MIN_CHARS:
-            units.append(pending)
-            pending = ""
-    if pending:
-        units[-1] += "\n\n" + pending
-    return units
 
 
 def _pct(value: float) -> str:
@@ -51,7 +31,7 @@ def throughput() -> Section:
     rows = []
     worst_estimate = worst_exact = 0.0
     for category in REQUIRED:
-        text = _corpus(category, "holdout")
+        text = corpus(category, "holdout")
         per_kchar = 1000 / len(text)
         estimate = median_seconds(lambda t=text: tokens.estimate_message_tokens(t), repeat=7, number=2000)
         approx_o = median_seconds(lambda t=text: tokens.approx_tokens(t, "o200k_base"), repeat=7, number=50)
@@ -104,13 +84,13 @@ def approx_error() -> Section:
     misses = []
     for split in ("holdout", "fit"):
         for category in CATEGORIES:
-            text = _corpus(category, split)
+            text = corpus(category, split)
             for name in tokens.SHIPPED_ENCODINGS:
                 exact = tokens.count_tokens(text, encoding=name)
                 approx = tokens.approx_tokens(text, name) / exact - 1
                 units = [
                     tokens.approx_tokens(u, name) / tokens.count_tokens(u, encoding=name) - 1
-                    for u in _paragraphs(text)
+                    for u in paragraph_units(text)
                 ]
                 if category in REQUIRED and not BAND[0] <= approx <= BAND[1]:
                     misses.append(f"{category}/{split}/{name}")
@@ -199,7 +179,7 @@ def cold_load() -> Section:
 
 def chat_counting() -> Section:
     """TOK-4 count_chat_tokens over a 100-message conversation, per method."""
-    pool = [p for category in REQUIRED for p in _paragraphs(_corpus(category, "holdout"))]
+    pool = [p for category in REQUIRED for p in paragraph_units(corpus(category, "holdout"))]
     messages = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": pool[i % len(pool)]} for i in range(100)
     ]

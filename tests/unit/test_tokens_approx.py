@@ -7,36 +7,17 @@ merged forward) must stay within a looser band, PARAGRAPH_BAND: short texts have
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 from chat_core import tokens
 from hypothesis import given
 from hypothesis import strategies as st
 
-CORPORA = Path(__file__).resolve().parents[1] / "data" / "tokens"
+from tests.support.corpora import corpus, paragraph_units
+
 REQUIRED = ["english_prose", "chinese_prose", "code", "chat"]
 ENCODINGS = ["cl100k_base", "o200k_base"]
 BAND = (-0.10, 0.15)
 PARAGRAPH_BAND = (-0.15, 0.20)
-
-
-def corpus(category: str, split: str) -> str:
-    return (CORPORA / f"{category}.{split}.txt").read_text(encoding="utf-8")
-
-
-def paragraphs(text: str, min_chars: int = 200) -> list[str]:
-    units: list[str] = []
-    pending = ""
-    for paragraph in (p for p in re.split(r"\n\s*\n", text) if p.strip()):
-        pending = f"{pending}\n\n{paragraph}" if pending else paragraph
-        if len(pending) >= min_chars:
-            units.append(pending)
-            pending = ""
-    if pending:
-        units[-1] += "\n\n" + pending
-    return units
 
 
 def relative_error(text: str, encoding: str) -> float:
@@ -69,7 +50,7 @@ def test_tok7_fit_corpus_within_minus10_plus15(category: str, encoding: str) -> 
 @pytest.mark.parametrize("category", REQUIRED)
 def test_tok7_holdout_paragraphs_within_the_paragraph_band(category: str, encoding: str) -> None:
     # Given each paragraph (>= 200 characters) of a hold-out corpus
-    units = paragraphs(corpus(category, "holdout"))
+    units = paragraph_units(corpus(category, "holdout"))
     assert len(units) >= 5
     # When each is approximated on its own
     errors = {unit[:30]: relative_error(unit, encoding) for unit in units}
