@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core import conversations
-from chat_core.api import build_app, caller, idempotency_key, json_response
+from chat_core.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.observability import logger, metrics, tracer
 from chat_core.schemas import PostMessageIn
 
@@ -20,7 +20,9 @@ def post_message(body: PostMessageIn) -> Response[Any]:
     outcome = conversations.post_message(
         caller(app), body, idempotency_key=idempotency_key(app), context=app.lambda_context
     )
-    return json_response(outcome.status, outcome.body)
+    # 503 reply_not_stored carries the model's reply; Retry-After as on every "try again" answer.
+    headers = retry_after_header() if outcome.status == 503 else None
+    return json_response(outcome.status, outcome.body, headers)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

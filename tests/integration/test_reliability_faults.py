@@ -146,22 +146,42 @@ def test_every_route_answers_503_when_the_store_keeps_failing(faults: DynamoFaul
 # -- between TransactWrite #1 and #2 ------------------------------------------------------------------
 
 
-def test_a_failed_second_transaction_ends_the_turn_as_an_error(faults: DynamoFaults) -> None:
-    """Issue 7.3: TransactWrite #2 fails (cancelled: throttled) -> the user message is kept, an error reply
-    fills the reserved slot, the client gets 503 + Retry-After, the counters stay exact."""
+def test_a_throttled_second_transaction_is_retried_and_the_reply_lands(faults: DynamoFaults) -> None:
+    """REL-4: TransactWrite #2 cancelled once for throttling -> retried; the reply is stored: 201, the
+    counters exact."""
     # Given a conversation, and the next post's second TransactWriteItems cancelled for throttling
     conversation_id = api.post("first").body["conversation_id"]
     faults.fail("TransactWriteItems", "TransactionCanceled:ThrottlingError", skip=1, times=1)
     # When a message is posted
-    answer = _count(api.post("kept?", conversation_id))
-    # Then the client is told to retry, and the turn is stored: the question and an error reply
-    _assert_store_unavailable(answer)
+    answer = _count(api.post("kept?", conversation_id), expected_5xx=False)
+    # Then the reply the model gave is stored like any other
+    assert answer.status == 201, answer.body
     messages = _assert_counters_exact(conversation_id)
-    assert [(m["role"], m["status"]) for m in messages[-2:]] == [("user", "ok"), ("assistant", "error")]
-    assert messages[-2]["content"] == "kept?"
-    assert "could not be stored" in messages[-1]["error"]["message"]
-    assert messages[-1]["usage"] == ZERO
+    assert [(m["role"], m["status"]) for m in messages[-2:]] == [("user", "ok"), ("assistant", "ok")]
+    assert messages[-1]["content"] == answer.body["assistant_message"]["content"]
     FIGURES.add(DB, messages_posted=1)
+
+
+def test_a_reply_that_cannot_be_stored_is_handed_to_the_caller(faults: DynamoFaults) -> None:
+    """REL-4: every write after TransactWrite #1 fails -> 503 reply_not_stored whose body carries the
+    model's reply (never a bare 503 after the model spoke); the question is kept."""
+    # Given a conversation, and every TransactWriteItems after the next post's first one failing
+    conversation_id = api.post("first").body["conversation_id"]
+    faults.fail("TransactWriteItems", "InternalServerError", skip=1)
+    # When a message is posted
+    answer = _count(api.post("what did you say?", conversation_id))
+    faults.clear()
+    # Then the answer says the reply was not saved, and includes it
+    assert answer.status == 503, answer.body
+    assert answer.error_code == "reply_not_stored"
+    assert answer.headers.get("Retry-After") == "1"
+    reply = answer.body["assistant_message"]
+    assert reply["stored"] is False
+    assert reply["status"] == "ok"
+    assert reply["content"]
+    assert answer.body["user_message"]["content"] == "what did you say?"
+    stored = api.detail(conversation_id).body["messages"]
+    assert [(m["role"], m["content"]) for m in stored[-1:]] == [("user", "what did you say?")]
 
 
 def test_when_the_fallback_fails_too_the_next_post_repairs_the_reserved_slot(
@@ -175,8 +195,9 @@ def test_when_the_fallback_fails_too_the_next_post_repairs_the_reserved_slot(
     # When a message is posted
     answer = _count(api.post("orphaned?", conversation_id))
     faults.clear()
-    # Then 503, and the user message is stored (never lost) without a reply
-    _assert_store_unavailable(answer)
+    # Then 503 carrying the reply, and the user message is stored (never lost) without a reply
+    assert answer.status == 503, answer.body
+    assert answer.error_code == "reply_not_stored"
     stored = api.detail(conversation_id).body["messages"]
     assert [(m["role"], m["content"]) for m in stored[-1:]] == [("user", "orphaned?")]
     # When the store is back, the turn counts as abandoned and another message is posted

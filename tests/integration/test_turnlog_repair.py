@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chat_core import provider, resilience
-from chat_core.errors import StoreUnavailable
+from chat_core import conversations, provider, resilience
 from chat_core.provider import reset_provider
 from chat_core.settings import get_settings, reset_settings
 from chat_core.store import conversations as store
@@ -74,12 +73,16 @@ def _assert_counts_exact(conversation_id: str) -> list[dict[str, Any]]:
     return list(detail["messages"])
 
 
-def test_issue5_1_issue7_3_failed_second_transaction_ends_the_turn_in_the_log(faults: DynamoFaults) -> None:
+def test_issue5_1_issue7_3_failed_second_transaction_ends_the_turn_in_the_log(
+    faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 5.1 / 7.3: TransactWrite #2 fails -> the events route shows turn_end status error for the
     turn, whose error step names the error reply that fills the slot; the next turn is turn 3."""
-    # Given a conversation, and the next post's TransactWrite #2 cancelled for throttling
+    # Given a conversation, no time left to retry the reply's write, and the next post's TransactWrite #2
+    # and the reply's write on its own both cancelled for throttling
+    monkeypatch.setattr(conversations, "STORE_MARGIN_S", 0.0)
     conversation_id = api.post("first").body["conversation_id"]
-    faults.fail("TransactWriteItems", "TransactionCanceled:ThrottlingError", skip=1, times=1)
+    faults.fail("TransactWriteItems", "TransactionCanceled:ThrottlingError", skip=1, times=2)
     # When a message is posted
     answer = api.post("kept?", conversation_id)
     faults.clear()
@@ -242,7 +245,7 @@ def test_issue7_3_a_late_reply_write_after_the_repair_is_refused(
         LogEvent(type="final", ts=late.created_at, turn=2, step=0, content="finally", index=2),
         LogEvent(type="turn_end", ts=late.created_at, turn=2, meta={"status": "ok"}, index=3),
     ]
-    with pytest.raises(StoreUnavailable):
+    with pytest.raises(store.ReplySlotTaken):
         store.record_reply(
             conversation, late, late.created_at, reported=(1, 1, 2), local=(1, 1), events=late_events
         )

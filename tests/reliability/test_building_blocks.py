@@ -10,7 +10,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ParamValidationError, ReadTimeoutError
 from chat_core import limits
 from chat_core.errors import PayloadTooLarge, StoreUnavailable
-from chat_core.resilience import CONTENTION_CAP_S, abandoned_slots, contention_backoff
+from chat_core.resilience import abandoned_slots, contention_backoff
+from chat_core.store.base import CONTENTION_CAP_S
 from chat_core.responses import ROUTES, document_responses
 from chat_core.settings import Settings
 from chat_core.store.base import transient_cause

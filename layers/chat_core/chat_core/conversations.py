@@ -20,6 +20,7 @@ from chat_core.errors import (
     MessageTooLong,
     PinRefused,
     ProviderFailed,
+    ReplyNotStored,
     RequestInProgress,
     StoreUnavailable,
     ToolResultsPending,
@@ -61,6 +62,8 @@ MAX_PINNED = 20
 MAX_PINNED_BYTES = 64 * 1024
 # Seconds left after the model call to store its answer (TransactWrite #2) before Lambda's deadline.
 STORE_MARGIN_S = 3.0
+# The least a model call is given: a post waits for its turn only while this still fits.
+MIN_MODEL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,11 @@ def post_message(
             raise InvalidInput("content is required to start a conversation", field="content")
         tool_messages.pair_results(recorded, [])
     if idempotency_key is None:
-        return _post(owner, request, context, settings)
+        try:
+            return _post(owner, request, context, settings)
+        except ReplyNotStored as exc:
+            unsaved: PostOutcome = exc.outcome
+            return unsaved
     payload = {"owner": owner, "key": idempotency_key, "body": request.model_dump(mode="json")}
     config, run = _idempotent_post(settings)
     if context is not None:
@@ -295,6 +302,10 @@ def post_message(
     sink: list[PostOutcome] = []
     try:
         record = run(request=payload, context=context, settings=settings, sink=sink)
+    except ReplyNotStored as exc:
+        # Raised inside the idempotent function, so its record is removed: a retry runs the turn again.
+        unsaved_reply: PostOutcome = exc.outcome
+        return unsaved_reply
     except IdempotencyValidationError as exc:
         raise IdempotencyKeyReused(
             "this Idempotency-Key was already used with a different request body; use a new key"
@@ -408,7 +419,7 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     if request.conversation_id is None:
         turn = _start_conversation(owner, request, settings)
     else:
-        turn = _append_to_conversation(owner, request, settings)
+        turn = _append_to_conversation(owner, request, settings, context)
     conversation_id = turn.conversation.conversation_id
     if turn.reply_seq is None:
         # MAX_TURN_STEPS reached: the tool results are stored and the turn ended; the model is not asked.
@@ -428,11 +439,11 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     completion, failure = resilience.cap_reply(*_ask_model(window.result, turn.model, context), settings)
     assistant, reported, local = _reply_message(owner, turn, window.prompt_tokens, completion, failure)
     resilience.fit_item(assistant)
-    # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there (issue 7).
+    # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there.
     written = turn.recorder.state.to_json()
     open_turn = _record_answer(turn, assistant, completion, failure, reported, local)
     try:
-        store.record_reply(
+        stored = store.record_reply(
             turn.conversation,
             assistant,
             assistant.created_at,
@@ -440,13 +451,24 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
             local=local,
             events=turn.recorder.take_events(),
             open_turn=open_turn,
+            deadline=_store_deadline(context),
         )
-    except Exception as exc:
-        # The user message is stored already: end the turn as an error rather than leave it open.
+    except (StoreUnavailable, store.ReplySlotTaken) as exc:
+        # The user message is stored already: end the turn as an error rather than leave it open, and
+        # hand the caller the reply the model gave, saying it was not saved.
         resilience.close_failed_turn(
             turn.conversation, assistant, exc, turn=written, turn_on_item=turn.resumed
         )
-        raise
+        body = _post_body(conversation_id, turn.recorded, turn.user, assistant)
+        body["assistant_message"]["stored"] = False
+        body["error"] = {
+            "code": ReplyNotStored.code,
+            "message": "the model answered but its reply could not be saved; it is included here",
+        }
+        raise ReplyNotStored(turn.outcome(ReplyNotStored.status, body)) from exc
+    if stored == store.STORED_ALONE:
+        metrics.add_metric(name="RepliesStoredAlone", unit=MetricUnit.Count, value=1)
+        logger.warning("reply stored on its own; totals follow with the next post", seq=int(assistant.seq))
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(
         "turn stored",
@@ -628,22 +650,58 @@ def _read_history(owner: str, conversation_id: str, override: Mapping[str, Any] 
     return recent
 
 
-def _pending_calls(conversation: Conversation) -> tuple[TurnState | None, list[dict[str, str]]]:
-    state = TurnState.from_json(conversation.open_turn)
+def _pending_calls(
+    conversation: Conversation, messages: Sequence[Message] = ()
+) -> tuple[TurnState | None, list[dict[str, str]]]:
+    """The open turn and its pending tool calls: the conversation item's, unless a newer reply stored
+    on its own (its totals still pending) says what the turn's state became."""
+    held: Any = conversation.open_turn
+    for message in reversed(messages):
+        pending = message.pending_totals
+        if isinstance(pending, dict) and "open_turn" in pending:
+            held = pending["open_turn"]
+            break
+    state = TurnState.from_json(held)
     return state, (list(state.pending) if state is not None else [])
 
 
-def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settings) -> _Turn:
-    """The Query, then TransactWrite #1; on contention re-read and retry (bounded).
+def _unreconciled(messages: Sequence[Message]) -> list[Message]:
+    """Replies stored on their own whose totals the conversation item still lacks."""
+    return [m for m in messages if m.pending_totals is not None]
+
+
+def _wait_deadline(context: Any, settings: Settings) -> float:
+    """When a post stops waiting for its turn at the conversation (monotonic seconds).
+
+    At most TURN_WAIT_SECONDS, and never so long that the model call and the reply's write no longer
+    fit in what is left of the invocation: a post that cannot get its turn answers 409 quickly.
+    """
+    wait = settings.turn_wait_seconds
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        wait = min(wait, max(1.0, float(remaining()) / 1000.0 - STORE_MARGIN_S - MIN_MODEL_SECONDS))
+    return time.monotonic() + wait
+
+
+def _append_to_conversation(
+    owner: str, request: PostMessageIn, settings: Settings, context: Any = None
+) -> _Turn:
+    """The Query, then TransactWrite #1; on contention, the post takes its own slots instead.
 
     A post with `content` opens the next turn. While the model's last answer waits for tool results, a
     post must carry exactly those results (no content): they continue the open turn, and the model is
     asked again unless the turn already used MAX_TURN_STEPS model calls.
+
+    The first attempt expects `next_seq` as read (one Query and one TransactWrite, the common case).
+    A post of a new turn that loses that race reserves its slots with one atomic update and writes into
+    them, so concurrent posters never queue behind one another; a post of tool results re-reads and
+    retries (it must see the turn's state). Either way the wait is bounded by `_wait_deadline`.
     """
     from chat_core import resilience, tool_messages
 
     conversation_id = str(request.conversation_id)
     recorded_in = request.recorded()
+    deadline = _wait_deadline(context, settings)
     for attempt in range(max(1, settings.post_attempts)):
         recent = _read_history(owner, conversation_id, None)
         conversation = recent.conversation
@@ -651,7 +709,7 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
             resilience.repair_abandoned(conversation, recent.messages, settings)
-        state, pending = _pending_calls(conversation)
+        state, pending = _pending_calls(conversation, recent.messages)
         if pending and request.content is not None:
             ids = ", ".join(call["id"] for call in pending)
             raise ToolResultsPending(
@@ -663,6 +721,8 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
             raise InvalidInput("content is required: no tool calls are waiting for results", field="content")
         names = tool_messages.pair_results(recorded_in, pending)
         model = request.model or conversation.model
+        if attempt > 0 and not pending:
+            return _reserve_turn(owner, request, recent, names, model, deadline)
         seq = int(conversation.next_seq)
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
@@ -678,7 +738,12 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
             recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
         _record_client_steps(recorder, recorded_in, recorded)
         at_limit = bool(pending) and recorder.state.model_calls >= settings.max_turn_steps
+        unreconciled = _unreconciled(recent.messages)
         open_turn: store.OpenTurn = store.KEEP
+        if unreconciled and "open_turn" in (unreconciled[-1].pending_totals or {}):
+            # The newest reply stored on its own decided the turn's state: the item catches up now.
+            held = (unreconciled[-1].pending_totals or {})["open_turn"]
+            open_turn = held if held is not None else None
         if at_limit:
             recorder.end("max_steps", conversation_tokens=_conversation_tokens(conversation))
             open_turn = None
@@ -696,10 +761,14 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
                 turn=turn_number,
                 open_turn=open_turn,
                 reserve_reply=not at_limit,
+                reconcile=unreconciled,
             )
         except store.SequenceConflict:
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
-            time.sleep(resilience.contention_backoff(attempt))
+            pause = resilience.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
             continue
         return _Turn(
             conversation,
@@ -713,6 +782,57 @@ def _append_to_conversation(owner: str, request: PostMessageIn, settings: Settin
             summary=recent.summary,
             resumed=bool(pending),
             tail_from_seq=state.call_seq if state is not None and pending else None,
+        )
+    raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
+
+
+def _reserve_turn(
+    owner: str,
+    request: PostMessageIn,
+    recent: store.Recent,
+    names: Sequence[str | None],
+    model: str,
+    deadline: float,
+) -> _Turn:
+    """A new turn on a contended conversation: its slots taken by one atomic update, then written.
+
+    Only a store that applies updates non-atomically can hand two posts the same slots; the loser's
+    write fails its conditions and it reserves again, until the deadline.
+    """
+    from chat_core import resilience
+
+    conversation = recent.conversation
+    assert conversation is not None
+    assert request.content is not None
+    conversation_id = conversation.conversation_id
+    recorded_in = request.recorded()
+    count = len(recorded_in) + 1
+    for attempt in range(64):
+        slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True, messages=count)
+        recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
+        user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request.content, model)
+        recorder = TurnRecorder.new(slots.turn)
+        recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
+        _record_client_steps(recorder, recorded_in, recorded)
+        try:
+            store.put_reserved(conversation, [*recorded, user], recorder.take_events())
+        except store.SequenceConflict:
+            pause = resilience.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
+            continue
+        logger.info("slots reserved", conversation_id=conversation_id, seq=slots.first_seq, turn=slots.turn)
+        return _Turn(
+            conversation,
+            user,
+            recorded,
+            [*recent.messages, *recorded],
+            model,
+            recorder,
+            first_seq=slots.first_seq,
+            reply_seq=slots.first_seq + count,
+            summary=recent.summary,
         )
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
 
@@ -849,6 +969,15 @@ def get_provider() -> ChatProvider:
     from chat_core.provider import get_provider as provider
 
     return provider()
+
+
+def _store_deadline(context: Any) -> float:
+    """Until when storing the reply may retry a contended conversation before storing it on its own."""
+    budget = STORE_MARGIN_S
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        budget = min(budget, max(0.0, float(remaining()) / 1000.0 - 1.0))
+    return time.monotonic() + budget
 
 
 def _ask_model(

@@ -128,6 +128,16 @@ class RequestInProgress(Conflict):
     code = "request_in_progress"
 
 
+class ReplyNotStored(StoreUnavailable):
+    """The model answered but the reply could not be saved: the answer carries the reply (`outcome`)."""
+
+    code = "reply_not_stored"
+
+    def __init__(self, outcome: Any) -> None:
+        super().__init__("the model answered but its reply could not be saved")
+        self.outcome = outcome
+
+
 class ConversationBusy(Conflict):
     """Too many concurrent posts to one conversation kept winning the next sequence number; retry."""
 

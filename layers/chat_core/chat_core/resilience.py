@@ -1,6 +1,7 @@
 """How a post rides out contention and failures without losing or wedging anything (issue 7).
 
-- `contention_backoff`: the pause between TransactWrite #1 attempts when another post took the sequence.
+- `contention_backoff`: the pause between TransactWrite #1 attempts when another post took the sequence
+  (defined beside the store, which uses it too).
 - `cap_reply`: a model reply too large for its DynamoDB item becomes a provider failure (502, stored).
 - `fit_item`: an error reply's provider record is shrunk until the item fits under DynamoDB's 400 KB.
 - `close_failed_turn`: when TransactWrite #2 fails, an error reply goes into the reserved slot instead.
@@ -13,7 +14,6 @@ error, in the same TransactWrite as the reply, and the turn's state leaves the c
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -25,12 +25,11 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.provider import MAX_RECORDED_BODY_BYTES, Completion
 from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes
+from chat_core.store.base import contention_backoff as contention_backoff
 from chat_core.store.conversations import Conversation, Message, message_id_for, usage_map
 from chat_core.tool_messages import MAX_MESSAGE_TOOL_CALLS_BYTES
 from chat_core.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 
-CONTENTION_BASE_S: Final = 0.01
-CONTENTION_CAP_S: Final = 0.4
 _SHRUNK_BODY_BYTES: Final = 8 * 1024
 _MAX_ERROR_MESSAGE_CHARS: Final = 2000
 
@@ -39,17 +38,6 @@ INTERRUPTED_TURN: Final = (
     "the question is kept: ask again"
 )
 UNSTORED_REPLY: Final = "the reply could not be stored ({cause}); the question is kept: ask again"
-
-_rng = random.Random()  # noqa: S311 - jitter, not crypto
-
-
-def contention_backoff(attempt: int) -> float:
-    """Seconds to wait before TransactWrite #1 attempt `attempt + 1` ("full jitter" exponential).
-
-    Posters that lost the race spread out instead of re-reading in lockstep, so each round has fewer
-    contenders: 20 simultaneous posts to one conversation all land within the default attempts.
-    """
-    return _rng.uniform(0.0, min(CONTENTION_CAP_S, CONTENTION_BASE_S * 2.0 ** max(0, attempt)))
 
 
 def reply_bytes(completion: Completion) -> int:

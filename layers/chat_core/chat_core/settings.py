@@ -57,6 +57,7 @@ class Settings:
     cursor_secret: str = ""
     idempotency_ttl_seconds: int = 3600
     post_attempts: int = 16  # TransactWrite #1 attempts when posts race (jittered backoff between)
+    turn_wait_seconds: float = 10.0  # how long a post waits for its turn at a busy conversation
     # summaries (seed 001) and retention purge (issue 5)
     summary_enabled: bool = True
     summary_margin_messages: int = 4
@@ -108,6 +109,7 @@ def get_settings() -> Settings:
         cursor_secret=_str("CURSOR_SECRET"),
         idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),
         post_attempts=_int("POST_ATTEMPTS", 16),
+        turn_wait_seconds=max(0.5, _float("TURN_WAIT_SECONDS", 10.0)),
         summary_enabled=_str("SUMMARY_ENABLED", "true").lower() not in ("0", "false", "no", "off"),
         summary_margin_messages=max(1, _int("SUMMARY_MARGIN_MESSAGES", 4)),
         summary_input_max_tokens=max(500, _int("SUMMARY_INPUT_MAX_TOKENS", 6000)),

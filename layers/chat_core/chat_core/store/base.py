@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -32,6 +33,20 @@ PynamoDBException.cause_response_code = property(  # type: ignore[method-assign,
 PynamoDBException.cause_response_message = property(  # type: ignore[method-assign, assignment]
     lambda self: _cause_error(self).get("Message")
 )
+
+
+CONTENTION_BASE_S: Final = 0.01
+CONTENTION_CAP_S: Final = 0.4
+_rng = random.Random()  # noqa: S311 - jitter, not crypto
+
+
+def contention_backoff(attempt: int) -> float:
+    """Seconds to wait before retrying a write another writer beat ("full jitter" exponential).
+
+    Writers that lost a race spread out instead of retrying in lockstep, so each round has fewer
+    contenders.
+    """
+    return _rng.uniform(0.0, min(CONTENTION_CAP_S, CONTENTION_BASE_S * 2.0 ** max(0, attempt)))
 
 
 class Gsi1(GlobalSecondaryIndex["TableItem"]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -123,6 +124,10 @@ class Message(TableItem, discriminator="message"):
     tool_call_id = UnicodeAttribute(null=True)
     name = UnicodeAttribute(null=True)
     pinned = BooleanAttribute(null=True)
+    #: A reply stored on its own because the conversation item stayed contended: what the conversation's
+    #: totals still lack ({"reported": [p, c, t], "local": [p, c], "open_turn"?}). The next post adds it
+    #: in its TransactWrite #1 and removes this attribute in the same transaction.
+    pending_totals = JSONAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
@@ -380,11 +385,20 @@ _Item = tuple[str, Any, Any, list[Any] | None]
 _NEW = TableItem.pk.does_not_exist()
 
 
-def _transact(items: Sequence[_Item]) -> None:
+def request_token(*parts: object) -> str:
+    """A TransactWriteItems ClientRequestToken derived from the operation (at most 36 characters).
+
+    botocore resends a transaction whose response was lost (read timeout) with the same token; DynamoDB
+    then answers success for a write that already committed instead of failing its conditions.
+    """
+    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:32]
+
+
+def _transact(items: Sequence[_Item], token: str | None = None) -> None:
     """Run one TransactWrite of ("put"|"update", model, condition, actions) entries."""
     settings = base.bind()
     try:
-        with TransactWrite(connection=base.connection(settings)) as tx:
+        with TransactWrite(connection=base.connection(settings), client_request_token=token) as tx:
             for op, model, condition, actions in items:
                 if op == "put":
                     tx.save(model, condition=condition)
@@ -430,20 +444,35 @@ def _open_turn_actions(open_turn: OpenTurn) -> list[Any]:
     return [Conversation.open_turn.set(dict(open_turn))]
 
 
-def _write(core: list[_Item], events: list[_Item]) -> None:
+def _write(core: list[_Item], events: list[_Item], token: str) -> None:
     """One TransactWrite of `core` (messages, the conversation update) and the turn's events.
 
     Only an answer with dozens of tool calls makes more events than one transaction takes; those that
     do not fit follow in further transactions (the messages and counters are already consistent).
+    `token` names the operation: each transaction carries a ClientRequestToken derived from it.
     """
     room = _TX_ITEMS - len(core)
-    _transact(core + events[:room])
+    _transact(core + events[:room], request_token(token, 0))
     rest = events[room:]
     for start in range(0, len(rest), _TX_ITEMS):
         try:
-            _transact(rest[start : start + _TX_ITEMS])
+            _transact(rest[start : start + _TX_ITEMS], request_token(token, start + 1))
         except _Cancelled:
             continue  # only a retry of the same reply gets here: those events are stored already
+
+
+def _committed(message: Message) -> bool:
+    """Whether `message` itself is stored: a transaction cancelled because its slot is taken may be our
+    own earlier attempt, committed although its response never arrived (a ClientRequestToken older
+    than DynamoDB's 10-minute window, or a store that ignores tokens)."""
+    base.bind()
+    try:
+        stored = Message.get(message.pk, message.sk, consistent_read=True)
+    except Message.DoesNotExist:
+        return False
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return stored.message_id == message.message_id
 
 
 def create_with_first_message(
@@ -462,17 +491,61 @@ def create_with_first_message(
         _write(
             [("put", conversation, _NEW, None), *(("put", m, _NEW, None) for m in messages)],
             _event_puts(conversation, events),
+            f"{conversation.pk}|create|{message.message_id}",
         )
     except _Cancelled as exc:
+        if _committed(message):
+            return
         raise SequenceConflict("fresh conversation id already taken") from exc
 
 
 def create_conversation(conversation: Conversation, *, events: Sequence[LogEvent] = ()) -> None:
     """A new, empty conversation and its session_start event (the id is fresh; conditions guard a clash)."""
     try:
-        _write([("put", conversation, _NEW, None)], _event_puts(conversation, events))
+        _write(
+            [("put", conversation, _NEW, None)],
+            _event_puts(conversation, events),
+            f"{conversation.pk}|create|{conversation.created_at}",
+        )
     except _Cancelled as exc:
+        stored = get_conversation(conversation.owner, conversation.conversation_id)
+        if stored is not None and stored.created_at == conversation.created_at:
+            return  # our own write, its response lost
         raise SequenceConflict("fresh conversation id already taken") from exc
+
+
+def _totals_actions(reported: Sequence[int], local: Sequence[int]) -> list[Any]:
+    return [
+        Conversation.prompt_tokens.add(int(reported[0])),
+        Conversation.completion_tokens.add(int(reported[1])),
+        Conversation.total_tokens.add(int(reported[2])),
+        Conversation.local_prompt_tokens.add(int(local[0])),
+        Conversation.local_completion_tokens.add(int(local[1])),
+    ]
+
+
+def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
+    """Items and conversation actions that fold replies stored on their own into the totals, once: each
+    reply's `pending_totals` is removed in the same transaction, conditioned on it still being there."""
+    items: list[_Item] = []
+    reported, local = [0, 0, 0], [0, 0]
+    for reply in replies:
+        pending = reply.pending_totals or {}
+        for i, value in enumerate(pending.get("reported") or (0, 0, 0)):
+            reported[i] += int(value)
+        for i, value in enumerate(pending.get("local") or (0, 0)):
+            local[i] += int(value)
+        items.append(
+            (
+                "update",
+                Message(reply.pk, reply.sk),
+                Message.pending_totals.exists(),
+                [Message.pending_totals.remove()],
+            )
+        )
+    if not replies:
+        return [], []
+    return items, [Conversation.message_count.add(len(replies)), *_totals_actions(reported, local)]
 
 
 def append_messages(
@@ -484,14 +557,17 @@ def append_messages(
     turn: int | None = None,
     open_turn: OpenTurn = KEEP,
     reserve_reply: bool = True,
+    reconcile: Sequence[Message] = (),
 ) -> None:
     """TransactWrite #1: put `messages` from `next_seq` on, reserve the reply's slot right after them
-    (unless no model call follows), bump the counters and record the turn's events and state.
+    (unless no model call follows), bump the counters and record the turn's events and state. Replies
+    in `reconcile` (stored on their own earlier) are added to the totals in the same transaction.
 
     Raises SequenceConflict when another post moved `next_seq` first or the conversation was deleted.
     """
     expected = int(conversation.next_seq)
     target = Conversation(conversation.pk, conversation.sk)
+    reconciled, totals = _reconcile(reconcile)
     actions = [
         Conversation.next_seq.set(expected + len(messages) + (1 if reserve_reply else 0)),
         Conversation.message_count.add(len(messages)),
@@ -499,6 +575,10 @@ def append_messages(
         TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
         *_open_turn_actions(open_turn),
     ]
+    if totals:
+        # One ADD per attribute: message_count appears in both lists.
+        actions[1] = Conversation.message_count.add(len(messages) + len(reconcile))
+        actions += totals[1:]
     if turn is not None:
         actions.append(Conversation.turn_count.set(turn))
     core: list[_Item] = [
@@ -509,10 +589,71 @@ def append_messages(
             (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist(),
             actions,
         ),
+        *reconciled,
     ]
     try:
-        _write(core, _event_puts(conversation, events))
+        _write(core, _event_puts(conversation, events), f"{conversation.pk}|append|{messages[0].message_id}")
     except _Cancelled as exc:
+        if exc.reasons[:1] == ["ConditionalCheckFailed"] and _committed(messages[0]):
+            return
+        raise SequenceConflict(str(exc.reasons)) from exc
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Sequence numbers reserved by one atomic update: `first_seq` on, and the turn number taken."""
+
+    first_seq: int
+    turn: int
+
+
+def reserve_slots(
+    conversation: Conversation, count: int, now: str, *, new_turn: bool, messages: int
+) -> Slots:
+    """Take `count` sequence numbers (and the next turn number) with one atomic UpdateItem.
+
+    The contended path of a post: instead of racing every other poster for `next_seq == expected` and
+    re-reading after each loss, each post takes its own slots in one write that cannot lose the race.
+    The messages follow in `put_reserved`. Raises ConversationNotFound when it is absent or deleted.
+    """
+    base.bind()
+    target = Conversation(conversation.pk, conversation.sk)
+    actions: list[Action] = [
+        Conversation.next_seq.add(count),
+        # Counted now: `put_reserved` then touches no item another post writes.
+        Conversation.message_count.add(messages),
+        Conversation.updated_at.set(now),
+        TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+    ]
+    if new_turn:
+        actions.append(Conversation.turn_count.add(1))
+    try:
+        target.update(
+            actions=actions, condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
+        )
+    except PynamoDBException as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise ConversationNotFound(
+                "conversation not found", conversation_id=conversation.conversation_id
+            ) from exc
+        raise base.store_error(exc) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return Slots(first_seq=int(target.next_seq) - count, turn=int(target.turn_count or 0))
+
+
+def put_reserved(conversation: Conversation, messages: Sequence[Message], events: Sequence[LogEvent]) -> None:
+    """The messages of slots `reserve_slots` took, their turn-log events and their count, in one
+    TransactWrite. Raises SequenceConflict when a slot is taken (a store that did not apply the
+    reservation atomically): reserve again."""
+    core: list[_Item] = [("put", m, _NEW, None) for m in messages]
+    try:
+        _write(
+            core, _event_puts(conversation, events), f"{conversation.pk}|reserved|{messages[0].message_id}"
+        )
+    except _Cancelled as exc:
+        if exc.reasons[:1] == ["ConditionalCheckFailed"] and _committed(messages[0]):
+            return
         raise SequenceConflict(str(exc.reasons)) from exc
 
 
@@ -530,6 +671,16 @@ def append_user_message(
     append_messages(conversation, [*recorded, message], now, events=events, turn=turn, open_turn=open_turn)
 
 
+class ReplySlotTaken(Exception):
+    """The reply's reserved slot holds another message: a repair closed the turn while the model ran."""
+
+
+#: How `record_reply` stored the reply.
+STORED = "stored"  # with the conversation's totals, in one transaction
+STORED_ALONE = "stored_alone"  # on its own, totals pending (the conversation item stayed contended)
+STORED_DELETED = "stored_deleted"  # on its own: the conversation was deleted while the model answered
+
+
 def record_reply(
     conversation: Conversation,
     message: Message,
@@ -539,14 +690,18 @@ def record_reply(
     local: tuple[int, int],
     events: Sequence[LogEvent] = (),
     open_turn: OpenTurn = KEEP,
-) -> None:
+    deadline: float | None = None,
+) -> str:
     """TransactWrite #2: put the assistant message (ok or error), its turn-log events, the turn's state
     and add to the conversation's totals.
 
-    If the conversation was deleted while the model answered, the reply and its events are still stored
-    (nothing lost) but the conversation item is left alone so it does not reappear in the listing.
+    The reply is paid for: it is never dropped because the conversation item is busy. Contention is
+    retried with jittered backoff until `deadline` (time.monotonic()); past it, or if the conversation
+    was deleted meanwhile, the reply and its events are stored on their own (its slot was reserved by
+    TransactWrite #1, so nothing else can take it). A reply stored alone on a live conversation carries
+    `pending_totals`, which the next post folds into the totals. Returns STORED, STORED_ALONE or
+    STORED_DELETED; raises ReplySlotTaken or StoreUnavailable only when the reply could not be stored.
     """
-    prompt, completion, total = reported
     target = Conversation(conversation.pk, conversation.sk)
     core: list[_Item] = [
         ("put", message, _NEW, None),
@@ -556,11 +711,7 @@ def record_reply(
             TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
             [
                 Conversation.message_count.add(1),
-                Conversation.prompt_tokens.add(prompt),
-                Conversation.completion_tokens.add(completion),
-                Conversation.total_tokens.add(total),
-                Conversation.local_prompt_tokens.add(local[0]),
-                Conversation.local_completion_tokens.add(local[1]),
+                *_totals_actions(reported, local),
                 Conversation.updated_at.set(now),
                 TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
                 *_open_turn_actions(open_turn),
@@ -568,20 +719,41 @@ def record_reply(
         ),
     ]
     event_puts = _event_puts(conversation, events)
-    for attempt in range(_REPLY_ATTEMPTS):
+    outcome = STORED_ALONE
+    attempt = 0
+    while True:
         try:
-            _write(core, event_puts)
-            return
+            _write(core, event_puts, f"{conversation.pk}|reply|{message.message_id}|{attempt}")
+            return STORED
         except _Cancelled as exc:
-            deleted_meanwhile = exc.reasons[1:2] == ["ConditionalCheckFailed"]
-            if deleted_meanwhile:
+            if exc.reasons[:1] == ["ConditionalCheckFailed"]:
+                if _committed(message):
+                    return STORED
+                raise ReplySlotTaken(str(exc.reasons)) from exc
+            if exc.reasons[1:2] == ["ConditionalCheckFailed"]:
+                outcome = STORED_DELETED
                 break
-            if attempt == _REPLY_ATTEMPTS - 1:
-                raise StoreUnavailable("the conversation is busy; retry the request") from exc
+        except StoreUnavailable as exc:
+            # Throttled or failing after botocore's own retries: worth another try while time is left.
+            if base.transient_cause(exc) is None:
+                raise
+        attempt += 1
+        pause = base.contention_backoff(attempt)
+        if deadline is None or time.monotonic() + pause >= deadline:
+            break
+        time.sleep(pause)
+    if outcome == STORED_ALONE:
+        pending: dict[str, Any] = {"reported": list(reported), "local": list(local)}
+        if not isinstance(open_turn, _Keep):
+            pending["open_turn"] = dict(open_turn) if open_turn is not None else None
+        message.pending_totals = pending
     try:
-        _write([core[0]], event_puts)
+        _write([("put", message, _NEW, None)], event_puts, f"{conversation.pk}|alone|{message.message_id}")
     except _Cancelled as exc:
-        raise StoreUnavailable("the reply could not be stored; retry the request") from exc
+        if _committed(message):
+            return outcome
+        raise ReplySlotTaken(str(exc.reasons)) from exc
+    return outcome
 
 
 class PinConflict(Exception):

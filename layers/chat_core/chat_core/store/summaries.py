@@ -7,9 +7,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
-from pynamodb.transactions import TransactWrite
 
 from chat_core.store import base
 from chat_core.store.base import TableItem
@@ -87,37 +86,50 @@ def iter_messages(
 
 
 def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
-    """One TransactWrite: the conversation is live (ConditionCheck) and the summary still covers exactly
-    `previous_to_seq` (None = no summary yet) when the new one replaces it.
+    """Store `summary` if the stored one still covers exactly `previous_to_seq` (None = no summary yet).
 
-    Raises SummarySuperseded when either condition fails: a replayed stream record or a concurrent run
-    already moved the summary on (it never regresses to an older range), or the conversation was deleted
-    or purged meanwhile (no summary is left behind in a purged partition).
+    The summarizer runs in the background: it writes only its own item and never conditions on the
+    conversation item, which every post updates, so it can never cancel a post's transaction. Whether
+    the conversation is still live is checked after the write instead: if it was deleted or purged
+    meanwhile, the summary just written is removed again (no summary is left behind in a purged
+    partition: the purge deletes what it finds, and this check runs after our write landed).
+
+    Raises SummarySuperseded when a replayed stream record or a concurrent run already moved the summary
+    on (it never regresses to an older range), or when the conversation is gone or deleted.
     """
-    settings = base.bind()
+    base.bind()
     condition: Condition = (
         TableItem.pk.does_not_exist() if previous_to_seq is None else Summary.to_seq == previous_to_seq
     )
-    # Imported here: the conversation store imports this module to know the summary item type.
-    from chat_core.store.conversations import Conversation
-
     try:
-        with TransactWrite(connection=base.connection(settings)) as tx:
-            tx.condition_check(
-                Conversation,
-                summary.pk,
-                META_SK,
-                condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
-            )
-            tx.save(summary, condition=condition)
-    except TransactWriteError as exc:
-        if exc.cause_response_code == "TransactionCanceledException":
-            reasons = [r.code if r is not None else None for r in exc.cancellation_reasons]
-            if "ConditionalCheckFailed" in reasons:
-                raise SummarySuperseded(str(reasons)) from exc
+        summary.save(condition=condition)
+    except PynamoDBException as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise SummarySuperseded("the stored summary moved on") from exc
         raise base.store_error(exc) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    if _conversation_live(summary.pk):
+        return
+    try:
+        summary.delete(condition=Summary.to_seq == summary.to_seq)
+    except PynamoDBException as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise base.store_error(exc) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    raise SummarySuperseded("the conversation was deleted while it was summarized")
+
+
+def _conversation_live(pk: str) -> bool:
+    """Whether the conversation item of partition `pk` exists and is not deleted (one GetItem)."""
+    try:
+        item = TableItem.get(pk, META_SK, consistent_read=True)
+    except TableItem.DoesNotExist:
+        return False
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
+    return getattr(item, "deleted_at", None) is None
 
 
 def get_summary(owner: str, conversation_id: str) -> Summary | None:
