@@ -27,6 +27,7 @@ ERRORS: dict[str, tuple[int, str]] = {
 }
 CONNECTION = "connection"  # no answer at all: EndpointConnectionError
 READ_TIMEOUT = "read-timeout"  # connected, no answer in time: ReadTimeoutError
+LOST_RESPONSE = "lost-response"  # the request is applied, then its answer is lost: ReadTimeoutError
 
 
 @dataclass
@@ -36,9 +37,12 @@ class Rule:
     skip: int  # let this many matching calls through first
     times: int | None  # then fail this many (None = every one)
     seen: int = 0
+    when: bytes | None = None  # only requests whose body contains this
 
-    def applies(self, operation: str) -> bool:
+    def applies(self, operation: str, body: bytes = b"") -> bool:
         if self.operation not in ("*", operation):
+            return False
+        if self.when is not None and self.when not in body:
             return False
         self.seen += 1
         if self.seen <= self.skip:
@@ -55,8 +59,17 @@ class DynamoFaults:
         self.injected: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def fail(self, operation: str, code: str, *, times: int | None = None, skip: int = 0) -> DynamoFaults:
-        self.rules.append(Rule(operation, code, skip, times))
+    def fail(
+        self,
+        operation: str,
+        code: str,
+        *,
+        times: int | None = None,
+        skip: int = 0,
+        when: str | None = None,
+    ) -> DynamoFaults:
+        """Fail matching calls; `when` limits the rule to requests whose body contains that text."""
+        self.rules.append(Rule(operation, code, skip, times, when=when.encode() if when else None))
         return self
 
     def clear(self) -> None:
@@ -75,13 +88,16 @@ class DynamoFaults:
         operation = target.rpartition(".")[2]
         with self._lock:
             self.calls[operation] += 1
-            rule = next((r for r in self.rules if r.applies(operation)), None)
+            body = request.body if isinstance(request.body, bytes) else str(request.body or "").encode()
+            rule = next((r for r in self.rules if r.applies(operation, body)), None)
             if rule is None:
                 return None
             self.injected[operation] += 1
         if rule.code == CONNECTION:
             raise EndpointConnectionError(endpoint_url=request.url)
-        if rule.code == READ_TIMEOUT:
+        if rule.code in (READ_TIMEOUT, LOST_RESPONSE):
+            if rule.code == LOST_RESPONSE:
+                return LOST
             raise ReadTimeoutError(endpoint_url=request.url)
         if rule.code.startswith("TransactionCanceled:"):
             reason = rule.code.split(":", 1)[1]
@@ -93,6 +109,10 @@ class DynamoFaults:
             return _response(request, 400, body)
         status, namespace = ERRORS[rule.code]
         return _response(request, status, {"__type": f"{namespace}#{rule.code}", "message": "injected fault"})
+
+
+#: What `intercept` answers for a LOST_RESPONSE rule: apply the request, then lose its answer.
+LOST: Any = object()
 
 
 def _response(request: AWSPreparedRequest, status: int, body: dict[str, Any]) -> AWSResponse:
@@ -115,6 +135,10 @@ def injected(monkeypatch: pytest.MonkeyPatch, *, serialize: bool = True) -> Iter
 
     def call(self: BotocoreStubber, event_name: str, request: AWSPreparedRequest, **kwargs: Any) -> Any:
         answer = faults.intercept(request)
+        if answer is LOST:
+            with lock:
+                original(self, event_name, request, **kwargs)
+            raise ReadTimeoutError(endpoint_url=request.url)
         if answer is not None:
             return answer
         if not serialize:

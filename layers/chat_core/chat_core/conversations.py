@@ -808,14 +808,14 @@ def _reserve_turn(
     recorded_in = request.recorded()
     count = len(recorded_in) + 1
     for attempt in range(64):
-        slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True, messages=count)
+        slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
         recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
         user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request.content, model)
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
         _record_client_steps(recorder, recorded_in, recorded)
         try:
-            store.put_reserved(conversation, [*recorded, user], recorder.take_events())
+            store.put_reserved(conversation, [*recorded, user], recorder.take_events(), deadline)
         except store.SequenceConflict:
             pause = resilience.contention_backoff(attempt)
             if time.monotonic() + pause >= deadline:

@@ -607,9 +607,7 @@ class Slots:
     turn: int
 
 
-def reserve_slots(
-    conversation: Conversation, count: int, now: str, *, new_turn: bool, messages: int
-) -> Slots:
+def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn: bool) -> Slots:
     """Take `count` sequence numbers (and the next turn number) with one atomic UpdateItem.
 
     The contended path of a post: instead of racing every other poster for `next_seq == expected` and
@@ -620,8 +618,6 @@ def reserve_slots(
     target = Conversation(conversation.pk, conversation.sk)
     actions: list[Action] = [
         Conversation.next_seq.add(count),
-        # Counted now: `put_reserved` then touches no item another post writes.
-        Conversation.message_count.add(messages),
         Conversation.updated_at.set(now),
         TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
     ]
@@ -642,19 +638,47 @@ def reserve_slots(
     return Slots(first_seq=int(target.next_seq) - count, turn=int(target.turn_count or 0))
 
 
-def put_reserved(conversation: Conversation, messages: Sequence[Message], events: Sequence[LogEvent]) -> None:
+def put_reserved(
+    conversation: Conversation, messages: Sequence[Message], events: Sequence[LogEvent], deadline: float
+) -> None:
     """The messages of slots `reserve_slots` took, their turn-log events and their count, in one
-    TransactWrite. Raises SequenceConflict when a slot is taken (a store that did not apply the
-    reservation atomically): reserve again."""
-    core: list[_Item] = [("put", m, _NEW, None) for m in messages]
-    try:
-        _write(
-            core, _event_puts(conversation, events), f"{conversation.pk}|reserved|{messages[0].message_id}"
-        )
-    except _Cancelled as exc:
-        if exc.reasons[:1] == ["ConditionalCheckFailed"] and _committed(messages[0]):
+    TransactWrite. The count is an ADD with no condition on the sequence, so concurrent posts never
+    invalidate each other; a transaction conflict on the conversation item is retried until `deadline`.
+
+    Raises SequenceConflict when a slot is taken (a store that did not apply the reservation
+    atomically: reserve again) or the conflict outlasted the deadline, ConversationNotFound when the
+    conversation was deleted meanwhile.
+    """
+    target = Conversation(conversation.pk, conversation.sk)
+    core: list[_Item] = [
+        *(("put", m, _NEW, None) for m in messages),
+        (
+            "update",
+            target,
+            TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
+            [Conversation.message_count.add(len(messages))],
+        ),
+    ]
+    event_puts = _event_puts(conversation, events)
+    attempt = 0
+    while True:
+        try:
+            _write(core, event_puts, f"{conversation.pk}|reserved|{messages[0].message_id}|{attempt}")
             return
-        raise SequenceConflict(str(exc.reasons)) from exc
+        except _Cancelled as exc:
+            if exc.reasons[:1] == ["ConditionalCheckFailed"]:
+                if _committed(messages[0]):
+                    return
+                raise SequenceConflict(str(exc.reasons)) from exc
+            if exc.reasons[len(messages) : len(messages) + 1] == ["ConditionalCheckFailed"]:
+                raise ConversationNotFound(
+                    "conversation not found", conversation_id=conversation.conversation_id
+                ) from exc
+            pause = base.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                raise SequenceConflict(str(exc.reasons)) from exc
+        attempt += 1
+        time.sleep(pause)
 
 
 def append_user_message(
