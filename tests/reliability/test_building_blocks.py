@@ -11,10 +11,9 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ParamValid
 from chat_core import limits
 from chat_core.errors import PayloadTooLarge, StoreUnavailable
 from chat_core.resilience import abandoned_slots, contention_backoff
-from chat_core.store.base import CONTENTION_CAP_S
 from chat_core.responses import ROUTES, document_responses
 from chat_core.settings import Settings
-from chat_core.store.base import transient_cause
+from chat_core.store.base import CONTENTION_CAP_S, transient_cause
 from chat_core.store.conversations import Message
 from chat_core.store.sizes import item_bytes, value_bytes
 from hypothesis import given
