@@ -17,6 +17,7 @@ from chat_core.settings import reset_settings
 from chat_core.store import summaries as summary_store
 from chat_core.summaries import SUMMARY_INSTRUCTIONS
 
+from tests.reliability.faults import injected
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
 from tests.support.openai_standin import OpenAIStandin
@@ -367,3 +368,21 @@ def test_sample_stream_event_passes_the_filter_and_runs(chat_service: None) -> N
     assert from_stream["conversations"] == 1
     assert from_stream["outcomes"][0]["status"] == "no_conversation"
     assert from_direct["status"] == "no_conversation"
+
+
+def test_the_summarizer_never_writes_to_the_conversation_item(
+    conversation: Conversation, standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REL-3: background work cannot cancel a post: no write of the summarizer (transaction, put, update,
+    condition check) names the conversation item every post updates, and the summary is still stored."""
+    # Given seven turns whose last record the summarizer has yet to process
+    conversation.post_turns(6)
+    batch = conversation.post(process=False)
+    # When it runs while every write naming a conversation item would conflict
+    with injected(monkeypatch) as faults:
+        for operation in ("TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem"):
+            faults.fail(operation, "TransactionCanceled:TransactionConflict", when='"~META"')
+        summarize(batch)
+    # Then none was attempted, and the summary is stored
+    assert dict(faults.injected) == {}
+    assert conversation.summary is not None
