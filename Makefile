@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv test lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset
+.PHONY: help venv sam-venv test test-stress lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -55,6 +55,10 @@ unit: venv ## pytest only
 	$(VENV)/bin/pytest
 
 test: lint typecheck cfn-lint unit ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
+
+STRESS_ROUNDS ?= 3
+test-stress: venv ## the whole pytest suite 3 times (STRESS_ROUNDS) in a row while another process keeps one core busy
+	$(PY) scripts/run_under_load.py --rounds $(STRESS_ROUNDS) --busy 1 -- $(VENV)/bin/pytest -q -p no:cacheprovider
 
 bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
 	$(PY) -m bench
