@@ -1,14 +1,21 @@
-"""DynamoDB's ClientRequestToken for moto's TransactWriteItems, which moto otherwise ignores.
+"""moto made to behave like DynamoDB where this service depends on it (the local server and the tests).
 
-DynamoDB keeps a transaction's token for 10 minutes after it succeeded: the same token with the same
-request answers success again without applying anything; with another request it answers
-IdempotentParameterMismatchException. botocore resends a transaction whose response was lost (read
-timeout) with the same token, so without this a local store fails the resend's conditions where
-DynamoDB would answer success. Installed by the local server's embedded store and by the tests.
+1. TransactWriteItems honours ClientRequestToken, which moto otherwise ignores. DynamoDB keeps a
+   transaction's token for 10 minutes after it succeeded: the same token with the same request answers
+   success again without applying anything; with another request it answers
+   IdempotentParameterMismatchException. botocore resends a transaction whose response was lost (read
+   timeout) with the same token, so without this a local store fails the resend's conditions where
+   DynamoDB would answer success.
+2. A transaction costs what it touches. moto deep-copies every table it names (all items, and the
+   stream's every record, which moto keeps forever) before each TransactWriteItems, to roll back on
+   failure: each post got slower and the process bigger with every message ever stored (3.7 s a post
+   and 7.5 GB after a few hundred posts of `make run`). Here only the items the transaction names
+   and the stream's length are saved, and restored if it is cancelled.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import threading
@@ -16,8 +23,12 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+import moto.dynamodb.models as dynamodb_models
 from moto.core.responses import ActionResult
 from moto.dynamodb.exceptions import DynamodbException
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 
 WINDOW_S = 600.0
@@ -73,13 +84,82 @@ def _transact_write_items(self: DynamoHandler) -> Any:
         return answer
 
 
+class _TablesNotCopied:
+    """Stands in for the `copy` module inside moto's DynamoDB backend: a Table is not copied (its
+    transaction's items are saved by `_transact_with_undo` instead); anything else is, as before."""
+
+    @staticmethod
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+
+_Saved = tuple[Table, DynamoType, DynamoType | None, Item | None]
+
+
+def _saved_items(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[_Saved]:
+    saved: list[_Saved] = []
+    for entry in transact_items:
+        if len(entry) != 1:
+            continue  # moto refuses it before writing anything
+        _, op = next(iter(entry.items()))
+        table = backend.tables.get(op.get("TableName"))
+        attrs = op.get("Item") if "Item" in op else op.get("Key")
+        if table is None or not isinstance(attrs, dict) or table.hash_key_attr not in attrs:
+            continue
+        hash_value = DynamoType(attrs[table.hash_key_attr])
+        range_value = None
+        if table.range_key_attr is not None:
+            if table.range_key_attr not in attrs:
+                continue
+            range_value = DynamoType(attrs[table.range_key_attr])
+        current = table.get_item(hash_value, range_value)
+        saved.append((table, hash_value, range_value, copy.deepcopy(current)))
+    return saved
+
+
+def _restore(saved: list[_Saved], streams: dict[int, tuple[Any, int]]) -> None:
+    for table, hash_value, range_value, item in reversed(saved):
+        if range_value is None:
+            if item is None:
+                table.items.pop(hash_value, None)
+            else:
+                table.items[hash_value] = item  # type: ignore[assignment]
+        elif item is None:
+            table.items.get(hash_value, {}).pop(range_value, None)
+        else:
+            table.items[hash_value][range_value] = item
+    for shard, length in streams.values():
+        del shard.items[length:]
+
+
+def _transact_with_undo(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    saved = _saved_items(self, transact_items)
+    streams = {
+        id(table.stream_shard): (table.stream_shard, len(table.stream_shard.items))
+        for table, *_ in saved
+        if table.stream_shard is not None
+    }
+    try:
+        _original_backend(self, transact_items)
+    except Exception:
+        _restore(saved, streams)
+        raise
+
+
+_original_backend: Any = None
+
+
 def install() -> None:
-    """Make moto honour ClientRequestToken on TransactWriteItems (idempotent; process-wide)."""
-    global _original
+    """Apply both changes to moto (idempotent; process-wide)."""
+    global _original, _original_backend
     with _lock:
         if _original is None:
             _original = DynamoHandler.transact_write_items
             DynamoHandler.transact_write_items = _transact_write_items  # type: ignore[method-assign]
+        if _original_backend is None:
+            _original_backend = DynamoDBBackend.transact_write_items
+            dynamodb_models.copy = _TablesNotCopied  # type: ignore[attr-defined, assignment]
+            DynamoDBBackend.transact_write_items = _transact_with_undo  # type: ignore[method-assign]
 
 
 def reset() -> None:

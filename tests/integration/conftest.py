@@ -12,7 +12,7 @@ import pytest
 from chat_core import conversations
 from chat_core.provider import reset_provider
 from chat_core.settings import reset_settings
-from chat_local import transaction_tokens
+from chat_local import moto_fidelity
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
@@ -43,8 +43,8 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
 def chat_service(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """An empty table (from template.yaml) in moto; the built-in offline model answers."""
     _fresh(monkeypatch)
-    transaction_tokens.install()
-    transaction_tokens.reset()
+    moto_fidelity.install()
+    moto_fidelity.reset()
     with mock_aws():
         create_table(TABLE)
         yield

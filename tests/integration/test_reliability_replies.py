@@ -1,7 +1,7 @@
 """A paid reply is never lost, and every retried transaction is idempotent (REL-2, REL-3, REL-4).
 
 Faults are injected inside botocore (tests/reliability/faults.py) in front of moto, which here honours
-ClientRequestToken as DynamoDB does (chat_local.transaction_tokens).
+ClientRequestToken as DynamoDB does (chat_local.moto_fidelity).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from chat_core import conversations
-from chat_local import transaction_tokens
+from chat_local import moto_fidelity
 
 from tests.reliability.faults import LOST_RESPONSE, DynamoFaults, injected
 from tests.support import functions as api
@@ -64,7 +64,7 @@ def test_a_lost_answer_is_recognised_even_when_the_token_has_expired(
     """REL-2: past DynamoDB's 10-minute token window the resend fails its conditions; the post sees its own
     reply in the slot and still answers 201."""
     # Given tokens forgotten at once, and the next post's TransactWrite #2 answered by a lost response
-    monkeypatch.setattr(transaction_tokens, "WINDOW_S", -1.0)
+    monkeypatch.setattr(moto_fidelity, "WINDOW_S", -1.0)
     conversation_id = api.post("first").body["conversation_id"]
     faults.fail("TransactWriteItems", LOST_RESPONSE, skip=1, times=1)
     # When a message is posted

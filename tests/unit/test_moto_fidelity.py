@@ -1,0 +1,94 @@
+"""The local store behaves like DynamoDB where the service relies on it (REL-2, REL-6)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from chat_local import moto_fidelity
+from moto import mock_aws
+
+TABLE = "fidelity"
+
+
+@pytest.fixture
+def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+    }.items():
+        monkeypatch.setenv(name, value)
+    moto_fidelity.install()
+    moto_fidelity.reset()
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(
+            TableName=TABLE,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )
+        yield dynamodb
+
+
+def _put(sk: str, value: str, *, new: bool = True) -> dict[str, Any]:
+    put: dict[str, Any] = {"TableName": TABLE, "Item": {"pk": {"S": "p"}, "sk": {"S": sk}, "v": {"S": value}}}
+    if new:
+        put["ConditionExpression"] = "attribute_not_exists(pk)"
+    return {"Put": put}
+
+
+def _items(client: Any) -> dict[str, str]:
+    found = client.query(
+        TableName=TABLE, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p"}}
+    )["Items"]
+    return {item["sk"]["S"]: item["v"]["S"] for item in found}
+
+
+def _stream_records(client: Any) -> int:
+    streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+    arn = client.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    return len(streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"])
+
+
+def test_a_cancelled_transaction_leaves_items_and_stream_as_they_were(client: Any) -> None:
+    """A transaction whose last condition fails applies nothing: earlier writes in it are undone and
+    their stream records withdrawn."""
+    client.transact_write_items(TransactItems=[_put("a", "1")])
+    with pytest.raises(ClientError) as raised:
+        client.transact_write_items(
+            TransactItems=[_put("a", "changed", new=False), _put("b", "2"), _put("a2", "x"), _put("b", "dup")]
+        )
+    assert raised.value.response["Error"]["Code"] in ("TransactionCanceledException", "ValidationException")
+    client.transact_write_items(TransactItems=[_put("c", "3")])
+    with pytest.raises(ClientError):
+        client.transact_write_items(TransactItems=[_put("d", "4"), _put("c", "again")])
+    assert _items(client) == {"a": "1", "c": "3"}
+    assert _stream_records(client) == 2
+
+
+def test_a_resent_transaction_with_its_token_succeeds_once(client: Any) -> None:
+    """REL-2: the same ClientRequestToken and request again answers success and writes nothing more; the
+    same token with another request is refused."""
+    client.transact_write_items(TransactItems=[_put("a", "1")], ClientRequestToken="t1")
+    client.transact_write_items(TransactItems=[_put("a", "1")], ClientRequestToken="t1")
+    assert _items(client) == {"a": "1"}
+    with pytest.raises(ClientError) as raised:
+        client.transact_write_items(TransactItems=[_put("b", "2")], ClientRequestToken="t1")
+    assert raised.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+    with pytest.raises(ClientError):
+        client.transact_write_items(TransactItems=[_put("a", "1")], ClientRequestToken="t2")
