@@ -104,6 +104,10 @@ class EmbeddedDynamoDB:
         )
         from werkzeug.serving import make_server
 
+        from chat_local import moto_fidelity
+
+        # Client tokens honoured, and transactions that cost what they touch (not the whole table).
+        moto_fidelity.install()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         app = DomainDispatcherApplication(create_backend_app)
         self._server = make_server(
