@@ -80,8 +80,17 @@ class Figures:
 FIGURES = Figures()
 
 
+#: Everything below this line in RESULTS.md is measured by other commands (soak, memory) and kept as is.
+KEPT_MARKER = "<!-- measured separately: kept by make reliability -->"
+
+
 def write_results(path: Path, *, passed: bool, duration_s: float) -> None:
-    """RESULTS.md: the table, when and how it was produced."""
+    """RESULTS.md: the table, when and how it was produced; what follows KEPT_MARKER is kept."""
+    kept = ""
+    if path.exists():
+        previous = path.read_text(encoding="utf-8")
+        if KEPT_MARKER in previous:
+            kept = previous[previous.index(KEPT_MARKER) :]
     budget = os.environ.get("FUZZ_MAX_EXAMPLES", "default")
     text = "\n".join(
         [
@@ -95,4 +104,4 @@ def write_results(path: Path, *, passed: bool, duration_s: float) -> None:
             "",
         ]
     )
-    path.write_text(text, encoding="utf-8")
+    path.write_text(text + ("\n" + kept if kept else ""), encoding="utf-8")
