@@ -52,6 +52,9 @@ def measure(posts: int, *, every: int = 100, conversations: int = 10) -> list[Sa
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "ChatHistory",
         "SUMMARY_ENABLED": "false",
+        # Figures on stdout, not a log line per post.
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+        "POWERTOOLS_METRICS_DISABLED": "true",
     }.items():
         os.environ[name] = value
     os.environ.pop("LLM_BASE_URL", None)
