@@ -74,11 +74,13 @@ def test_a_lost_answer_is_recognised_even_when_the_token_has_expired(
     assert len(_exact(conversation_id)) == 4
 
 
+@pytest.mark.parametrize("next_post", ["first attempt", "reserved slots"])
 def test_a_reply_is_stored_alone_when_the_conversation_stays_contended(
-    faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch
+    faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch, next_post: str
 ) -> None:
     """REL-4: TransactWrite #2 keeps conflicting on the conversation item past its deadline -> the reply is
-    stored on its own (201), and the next post folds its totals into the conversation."""
+    stored on its own (201), and the next post (on its first attempt, or after losing the race and
+    reserving its slots) folds its totals into the conversation."""
     # Given no time to retry, and the next post's TransactWrite #2 conflicting on the conversation item
     monkeypatch.setattr(conversations, "STORE_MARGIN_S", 0.0)
     conversation_id = api.post("first").body["conversation_id"]
@@ -94,6 +96,8 @@ def test_a_reply_is_stored_alone_when_the_conversation_stays_contended(
     assert stored[-1]["message_id"] == answer.body["assistant_message"]["message_id"]
     assert stored[-1]["content"] == answer.body["assistant_message"]["content"]
     # When the next post lands
+    if next_post == "reserved slots":
+        faults.fail("TransactWriteItems", "TransactionCanceled:ConditionalCheckFailed", times=1)
     assert api.post("and now?", conversation_id).status == 201
     # Then the totals include the reply stored alone, exactly once
     messages = _exact(conversation_id)

@@ -670,6 +670,16 @@ def _unreconciled(messages: Sequence[Message]) -> list[Message]:
     return [m for m in messages if m.pending_totals is not None]
 
 
+def _turn_state_to_catch_up(unreconciled: Sequence[Message]) -> store.OpenTurn:
+    """The turn state the newest reply stored on its own decided, for the conversation item to take
+    now (KEEP when none of them changed it)."""
+    pending = unreconciled[-1].pending_totals if unreconciled else None
+    if isinstance(pending, dict) and "open_turn" in pending:
+        held: store.OpenTurn = pending["open_turn"]
+        return held
+    return store.KEEP
+
+
 def _wait_deadline(context: Any, settings: Settings) -> float:
     """When a post stops waiting for its turn at the conversation (monotonic seconds).
 
@@ -739,11 +749,7 @@ def _append_to_conversation(
         _record_client_steps(recorder, recorded_in, recorded)
         at_limit = bool(pending) and recorder.state.model_calls >= settings.max_turn_steps
         unreconciled = _unreconciled(recent.messages)
-        open_turn: store.OpenTurn = store.KEEP
-        if unreconciled and "open_turn" in (unreconciled[-1].pending_totals or {}):
-            # The newest reply stored on its own decided the turn's state: the item catches up now.
-            held = (unreconciled[-1].pending_totals or {})["open_turn"]
-            open_turn = held if held is not None else None
+        open_turn = _turn_state_to_catch_up(unreconciled)
         if at_limit:
             recorder.end("max_steps", conversation_tokens=_conversation_tokens(conversation))
             open_turn = None
@@ -814,8 +820,16 @@ def _reserve_turn(
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
         _record_client_steps(recorder, recorded_in, recorded)
+        unreconciled = _unreconciled(recent.messages)
         try:
-            store.put_reserved(conversation, [*recorded, user], recorder.take_events(), deadline)
+            store.put_reserved(
+                conversation,
+                [*recorded, user],
+                recorder.take_events(),
+                deadline,
+                reconcile=unreconciled,
+                open_turn=_turn_state_to_catch_up(unreconciled),
+            )
         except store.SequenceConflict:
             pause = resilience.contention_backoff(attempt)
             if time.monotonic() + pause >= deadline:

@@ -639,29 +639,36 @@ def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn:
 
 
 def put_reserved(
-    conversation: Conversation, messages: Sequence[Message], events: Sequence[LogEvent], deadline: float
+    conversation: Conversation,
+    messages: Sequence[Message],
+    events: Sequence[LogEvent],
+    deadline: float,
+    *,
+    reconcile: Sequence[Message] = (),
+    open_turn: OpenTurn = KEEP,
 ) -> None:
     """The messages of slots `reserve_slots` took, their turn-log events and their count, in one
     TransactWrite. The count is an ADD with no condition on the sequence, so concurrent posts never
     invalidate each other; a transaction conflict on the conversation item is retried until `deadline`.
+    Replies in `reconcile` (stored on their own) are folded into the totals, as `append_messages` does;
+    if another post folded them first, the messages are written without them.
 
     Raises SequenceConflict when a slot is taken (a store that did not apply the reservation
     atomically: reserve again) or the conflict outlasted the deadline, ConversationNotFound when the
     conversation was deleted meanwhile.
     """
     target = Conversation(conversation.pk, conversation.sk)
-    core: list[_Item] = [
-        *(("put", m, _NEW, None) for m in messages),
-        (
-            "update",
-            target,
-            TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
-            [Conversation.message_count.add(len(messages))],
-        ),
-    ]
     event_puts = _event_puts(conversation, events)
     attempt = 0
     while True:
+        reconciled, totals = _reconcile(reconcile)
+        actions = [Conversation.message_count.add(len(messages) + len(reconcile)), *totals[1:]]
+        actions += _open_turn_actions(open_turn) if reconcile else []
+        core: list[_Item] = [
+            *(("put", m, _NEW, None) for m in messages),
+            ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
+            *reconciled,
+        ]
         try:
             _write(core, event_puts, f"{conversation.pk}|reserved|{messages[0].message_id}|{attempt}")
             return
@@ -674,11 +681,14 @@ def put_reserved(
                 raise ConversationNotFound(
                     "conversation not found", conversation_id=conversation.conversation_id
                 ) from exc
-            pause = base.contention_backoff(attempt)
-            if time.monotonic() + pause >= deadline:
-                raise SequenceConflict(str(exc.reasons)) from exc
+            if "ConditionalCheckFailed" in exc.reasons[len(messages) + 1 :]:
+                reconcile = ()  # another post folded them in first
+            else:
+                pause = base.contention_backoff(attempt)
+                if time.monotonic() + pause >= deadline:
+                    raise SequenceConflict(str(exc.reasons)) from exc
+                time.sleep(pause)
         attempt += 1
-        time.sleep(pause)
 
 
 def append_user_message(
