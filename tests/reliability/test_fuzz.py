@@ -87,6 +87,30 @@ def _with_known_ids(case: Any, ids: dict[str, str]) -> None:
         case.body["conversation_id"] = ids["conversation_id"]
 
 
+def _spoil_text(value: Any, choice: int) -> bool:
+    """Append an unpaired surrogate to one string of a JSON body (the `choice`-th, wrapping around)."""
+    slots: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if isinstance(item, str):
+                    slots.append((node, key))
+                walk(item)
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    slots.append((node, index))
+                walk(item)
+
+    walk(value)
+    if not slots:
+        return False
+    parent, key = slots[choice % len(slots)]
+    parent[key] = parent[key] + "\ud800"
+    return True
+
+
 def _fuzz(
     route: Route,
     operation: Any,
@@ -99,7 +123,11 @@ def _fuzz(
 ) -> None:
     section = "fuzz"
 
-    @given(case=operation.as_strategy(generation_mode=mode), use_known=st.booleans())
+    @given(
+        case=operation.as_strategy(generation_mode=mode),
+        use_known=st.booleans(),
+        spoil=st.one_of(st.none(), st.integers(min_value=0, max_value=50)),
+    )
     @settings(
         max_examples=MAX_EXAMPLES,
         derandomize=DERANDOMIZE,
@@ -107,7 +135,7 @@ def _fuzz(
         deadline=None,
         suppress_health_check=list(HealthCheck),
     )
-    def run(case: Any, use_known: bool) -> None:
+    def run(case: Any, use_known: bool, spoil: int | None) -> None:
         headers = {
             k: v for k, v in (case.headers or {}).items() if k.lower() not in ("x-user-id", "authorization")
         }
@@ -116,6 +144,8 @@ def _fuzz(
         case.headers = headers
         if use_known and mode is GenerationMode.POSITIVE:
             _with_known_ids(case, known)
+        # API-5: text that is not valid Unicode (escaped lone surrogates) in any field of the body.
+        spoiled = spoil is not None and _spoil_text(case.body, spoil)
         response = case.call(base_url=url, session=session, timeout=60)
         FIGURES.response(section, response.status_code)
         context = f"{route.key} ({mode.value}, {'as ' + identity if identity else 'anonymous'})"
@@ -124,6 +154,11 @@ def _fuzz(
             # No identity is 401 everywhere (SPEC §4), in the one error shape.
             assert response.status_code == 401, f"{context}: {response.status_code} {response.text[:300]}"
             assert json.loads(response.text)["error"]["code"] == "unauthorized"
+            return
+        if spoiled:
+            assert response.status_code in (400, 413), (
+                f"{context}: {response.status_code} {response.text[:300]}"
+            )
             return
         checks = CHECKS + ([negative_data_rejection] if mode is GenerationMode.NEGATIVE else [])
         case.validate_response(response, checks=checks)

@@ -72,6 +72,7 @@ _CONTROL_KEYS = (
     "retry_after",
     "huge_bytes",
     "api_key",
+    "reply",
 )
 
 
@@ -114,13 +115,14 @@ class _State:
     retry_after: float | None = 1.0
     huge_bytes: int = 3_000_000
     api_key: str | None = None
+    reply: str | None = None  # a fixed reply text instead of the echo
     completions_seen: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
 
 
 def _approx_tokens(text: str) -> int:
     # Deterministic and dependency-free on purpose: the stand-in is not a tokenizer.
-    return (len(text.encode("utf-8")) + 3) // 4 if text else 0
+    return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4 if text else 0
 
 
 def _text_of(content: Any) -> str:
@@ -269,11 +271,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "huge_error":
             self._send(500, b"E" * state.huge_bytes, "text/plain")
         else:
-            self._send_json(200, self._completion_body(mode, model, messages, state.huge_bytes))
+            self._send_json(200, self._completion_body(mode, model, messages, state.huge_bytes, state.reply))
 
     @staticmethod
-    def _completion_body(mode: str, model: str, messages: list[Any], huge_bytes: int) -> dict[str, Any]:
-        text = reply_text(messages)
+    def _completion_body(
+        mode: str, model: str, messages: list[Any], huge_bytes: int, reply: str | None = None
+    ) -> dict[str, Any]:
+        text = reply if reply is not None else reply_text(messages)
         message: dict[str, Any] = {"role": "assistant", "content": text}
         finish = "stop"
         if mode == "huge":
@@ -339,6 +343,7 @@ class _StandinHTTPServer(ThreadingHTTPServer):
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         with self.lock:
             if update.pop("reset", False):
+                self.state.reply = None
                 self.state.requests.clear()
                 self.state.completions_seen = 0
             if "mode" in update:

@@ -32,6 +32,7 @@ from chat_core.observability import logger
 from chat_core.settings import get_settings
 from chat_core.store.base import transient_cause
 from chat_core.store.keys import is_valid_owner
+from chat_core.text import invalid_text_field
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
 _MAX_REPORTED_ERRORS = 10
@@ -109,19 +110,34 @@ class ChatResolver(APIGatewayHttpResolver):
         return super().route(rule, method, *args, **kwargs)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        if not isinstance(event, Mapping):
+            return _refusal(400, "invalid_event", f"the event must be a JSON object; {SUPPORTED_EVENTS}")
         if is_direct(event):
             return self._resolve_direct(event, context)
+        unsupported = unsupported_integration(event)
+        if unsupported is not None:
+            logger.warning("unsupported event shape", integration=unsupported)
+            return _refusal(
+                400,
+                "unsupported_integration",
+                f"this function does not take {unsupported} events; {SUPPORTED_EVENTS}",
+            )
         try:
-            limits.check_body_size(event if isinstance(event, Mapping) else {})
+            limits.check_body_size(event)
         except PayloadTooLarge as exc:
             logger.info("request refused", code=exc.code, status=exc.status)
-            return {
-                "statusCode": exc.status,
-                "headers": {"Content-Type": content_types.APPLICATION_JSON},
-                "body": json.dumps(error_body(exc.code, exc.message), separators=(",", ":")),
-                "isBase64Encoded": False,
-                "cookies": [],
-            }
+            return _refusal(exc.status, exc.code, exc.message)
+        field = invalid_text_field(event)
+        if field is not None:
+            # Identity first, as for every other bad request.
+            if _owner_in(event) is None:
+                return _refusal(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
+            logger.info("request refused", code="invalid_text", field=field)
+            return _refusal(
+                400,
+                "invalid_text",
+                f"{field} is not valid Unicode text (it holds an unpaired surrogate such as \\ud800)",
+            )
         return super().resolve(event, context)
 
     def _resolve_direct(self, payload: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -138,6 +154,46 @@ class ChatResolver(APIGatewayHttpResolver):
 
 _PLACEHOLDER = re.compile(r"<(\w+)>")
 _DIRECT_KEYS = frozenset({"user_id", "route", "path_parameters", "query", "headers", "body"})
+
+
+SUPPORTED_EVENTS = (
+    "send it through an API Gateway HTTP API (payload format 2.0) or invoke it directly with a plain JSON "
+    'payload such as {"user_id": "...", "body": {...}}'
+)
+
+
+def _refusal(status: int, code: str, message: str) -> dict[str, Any]:
+    """An answer made before the resolver runs, in a shape HTTP API, REST API and ALB all accept."""
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(error_body(code, message), separators=(",", ":")),
+        "isBase64Encoded": False,
+        "cookies": [],
+    }
+
+
+def unsupported_integration(event: Mapping[str, Any]) -> str | None:
+    """The integration that sent `event` when it is not an HTTP API payload 2.0 (None when it is)."""
+    request_context = event.get("requestContext")
+    if not isinstance(request_context, Mapping):
+        return "unknown"
+    if "elb" in request_context:
+        return "Application Load Balancer"
+    if isinstance(request_context.get("http"), Mapping) and event.get("version", "2.0") == "2.0":
+        return None
+    if "httpMethod" in event or event.get("version") == "1.0":
+        return "API Gateway REST API (payload format 1.0)"
+    return "unknown"
+
+
+def _owner_in(event: Mapping[str, Any]) -> str | None:
+    """The JWT `sub` of a raw HTTP API event, as `caller_or_none` reads it once the resolver runs."""
+    try:
+        sub = event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"]
+    except (KeyError, TypeError):
+        return None
+    return sub if isinstance(sub, str) and is_valid_owner(sub) else None
 
 
 def is_direct(event: Any) -> bool:

@@ -18,6 +18,7 @@ import httpx
 from chat_core import __version__, tokens
 from chat_core.errors import ChatError, ProviderFailed
 from chat_core.settings import Settings, get_settings
+from chat_core.text import repaired, repaired_value
 
 FailureKind = Literal["http_error", "timeout", "malformed", "connection", "too_large", "configuration"]
 
@@ -442,12 +443,14 @@ class OpenAICompatibleProvider:
         usage, reported = _usage(data.get("usage"))
         reply_model = data.get("model")
         request_id = received.headers.get("x-request-id") or received.headers.get("request-id")
+        # A model may answer text no UTF-8 store takes (an unpaired surrogate escaped in its JSON): it is
+        # repaired here, so the paid reply is stored rather than failing at write time.
         return Completion(
-            content=content,
-            model=reply_model if isinstance(reply_model, str) and reply_model else model,
+            content=repaired(content),
+            model=repaired(reply_model) if isinstance(reply_model, str) and reply_model else model,
             usage=usage,
             usage_reported=reported,
-            tool_calls=tool_calls,
+            tool_calls=repaired_value(tool_calls),
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             raw=data,
             latency_ms=0.0,
