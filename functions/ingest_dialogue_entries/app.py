@@ -20,7 +20,9 @@ from chat_core.errors import InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.store.keys import is_valid_owner
 
-processor = BatchProcessor(event_type=EventType.SQS)
+# A batch whose every record fails still answers with each of them in batchItemFailures (Powertools'
+# default raises instead, which makes the whole batch an invocation error and alarms on bad input).
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def ingest(message: IngestMessageIn) -> dict[str, Any]:

@@ -50,3 +50,22 @@ def test_sample_sqs_event_reports_its_poisoned_record(chat_service: None) -> Non
         event("ingest_dialogue_entries"), LambdaContext(function_name="ingest_dialogue_entries")
     )
     assert result == {"batchItemFailures": [{"itemIdentifier": "2e1424d4-f796-459a-8184-9c92662be6da"}]}
+
+
+def test_a_batch_whose_every_record_is_invalid_reports_each_one(chat_service: None) -> None:
+    """API-5 for queues: when every record is bad (not JSON, wrong shape, text that is not valid Unicode)
+    the function answers a partial-batch response naming each record instead of failing the invocation,
+    so alarms on function errors mean real errors and SQS redelivers (then dead-letters) only those."""
+    sample = event("ingest_dialogue_entries")
+    template = sample["Records"][0]
+    bodies = [
+        "not json",
+        json.dumps({"owner": "alice"}),
+        '{"owner": "alice", "world_id": "w1", "participants": ["a"], '
+        '"entry": {"participant_id": "a", "content": "\\ud800", "game_tick": 1}}',
+    ]
+    records = [{**template, "messageId": f"bad-{n}", "body": body} for n, body in enumerate(bodies)]
+    result = load("ingest_dialogue_entries").lambda_handler(
+        {"Records": records}, LambdaContext(function_name="ingest_dialogue_entries")
+    )
+    assert result == {"batchItemFailures": [{"itemIdentifier": f"bad-{n}"} for n in range(len(bodies))]}
