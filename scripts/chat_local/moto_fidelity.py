@@ -11,6 +11,8 @@
    failure: each post got slower and the process bigger with every message ever stored (3.7 s a post
    and 7.5 GB after a few hundred posts of `make run`). Here only the items the transaction names
    and the stream's length are saved, and restored if it is cancelled.
+3. A stream keeps what a reader still needs. moto keeps every stream record forever (DynamoDB keeps
+   them 24 hours); `trim_read_records` lets the local server drop the records every poller has read.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from moto.core.responses import ActionResult
 from moto.dynamodb.exceptions import DynamodbException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
-from moto.dynamodb.models.table import Table
+from moto.dynamodb.models.table import StreamShard, Table
 from moto.dynamodb.responses import DynamoHandler
 
 WINDOW_S = 600.0
@@ -147,15 +149,50 @@ def _transact_with_undo(self: DynamoDBBackend, transact_items: list[dict[str, An
 
 
 _original_backend: Any = None
+_original_shard_get: Any = None
+
+
+def _shard_get(self: StreamShard, start: int, quantity: int) -> list[dict[str, Any]]:
+    # Records before `_trimmed` were read by every poller and dropped; a reader positioned there
+    # continues with the first record still kept.
+    index = max(start - self.starting_sequence_number, getattr(self, "_trimmed", 0))
+    return [record.to_json() for record in self.items[index : index + quantity] if record is not None]
+
+
+def trim_read_records(iterators: list[Any]) -> int:
+    """Drop the stream records that precede every one of `iterators` (moto ShardIterators still to be
+    read: one per poller and shard). Sequence numbers are kept (a dropped record leaves a None slot,
+    8 bytes). Returns how many records were dropped."""
+    positions: dict[int, tuple[StreamShard, int]] = {}
+    for iterator in iterators:
+        shard = iterator.stream_shard
+        position = int(iterator.sequence_number) - shard.starting_sequence_number
+        known = positions.get(id(shard))
+        positions[id(shard)] = (shard, position if known is None else min(known[1], position))
+    dropped = 0
+    with _lock:
+        for shard, position in positions.values():
+            done = getattr(shard, "_trimmed", 0)
+            end = min(position, len(shard.items))
+            for index in range(done, end):
+                shard.items[index] = None  # type: ignore[call-overload]
+            if end > done:
+                shard._trimmed = end  # type: ignore[attr-defined]
+                dropped += end - done
+    return dropped
 
 
 def install() -> None:
-    """Apply both changes to moto (idempotent; process-wide)."""
+    """Apply these changes to moto (idempotent; process-wide)."""
     global _original, _original_backend
     with _lock:
         if _original is None:
             _original = DynamoHandler.transact_write_items
             DynamoHandler.transact_write_items = _transact_write_items  # type: ignore[method-assign]
+        global _original_shard_get
+        if _original_shard_get is None:
+            _original_shard_get = StreamShard.get
+            StreamShard.get = _shard_get  # type: ignore[method-assign]
         if _original_backend is None:
             _original_backend = DynamoDBBackend.transact_write_items
             dynamodb_models.copy = _TablesNotCopied  # type: ignore[attr-defined, assignment]

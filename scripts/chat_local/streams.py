@@ -151,11 +151,17 @@ class IteratorRegistry:
             from moto.dynamodbstreams.models import dynamodbstreams_backends
         except ImportError:  # pragma: no cover - moto is a dev dependency
             return
+        from chat_local import moto_fidelity
+
         backend = dynamodbstreams_backends[self.account_id][self.region]
         keep = set(self.live.values())
         for arn in list(backend.shard_iterators):
             if arn not in keep:
                 backend.shard_iterators.pop(arn, None)
+        # Records every poller has read are dropped too: moto would keep each one forever.
+        readers = [backend.shard_iterators[arn] for arn in keep if arn in backend.shard_iterators]
+        if readers and len(readers) == len(self.live):
+            moto_fidelity.trim_read_records(readers)
 
 
 class StreamPoller:
@@ -207,6 +213,9 @@ class StreamPoller:
                 StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType="LATEST"
             )
             self._iterators[shard["ShardId"]] = answer["ShardIterator"]
+            with self.registry.lock:
+                # Known before the first poll, so no record this poller has yet to read is dropped.
+                self.registry.note(id(self) ^ hash(shard["ShardId"]), answer["ShardIterator"])
 
     def _discover_new_shards(self) -> None:
         shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"].get("Shards", [])
@@ -216,6 +225,8 @@ class StreamPoller:
                     StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
                 )
                 self._iterators[shard["ShardId"]] = answer["ShardIterator"]
+                with self.registry.lock:
+                    self.registry.note(id(self) ^ hash(shard["ShardId"]), answer["ShardIterator"])
 
     # -- one poll ---------------------------------------------------------------------------------
 

@@ -92,3 +92,32 @@ def test_a_resent_transaction_with_its_token_succeeds_once(client: Any) -> None:
     assert raised.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
     with pytest.raises(ClientError):
         client.transact_write_items(TransactItems=[_put("a", "1")], ClientRequestToken="t2")
+
+
+def test_records_every_reader_has_read_are_dropped_and_reading_goes_on(client: Any) -> None:
+    """REL-6: the local stream keeps only what a reader still needs; sequence numbers and reading from any
+    kept position are unchanged."""
+    from moto.dynamodbstreams.models import dynamodbstreams_backends
+
+    for n in range(5):
+        client.transact_write_items(TransactItems=[_put(f"k{n}", str(n))])
+    streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+    arn = client.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    first = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    page = streams.get_records(ShardIterator=first["ShardIterator"], Limit=3)
+    read = [r["dynamodb"]["SequenceNumber"] for r in page["Records"]]
+    backend = dynamodbstreams_backends["123456789012"]["us-east-1"]
+    reader = backend.shard_iterators[page["NextShardIterator"]]
+    # When everything before the reader's position is trimmed
+    assert moto_fidelity.trim_read_records([reader]) == 3
+    # Then the reader goes on with the two records left, and a new reader starts at them
+    rest = streams.get_records(ShardIterator=page["NextShardIterator"])["Records"]
+    assert len(rest) == 2
+    assert int(rest[0]["dynamodb"]["SequenceNumber"]) == int(read[-1]) + 1
+    again = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    assert [
+        r["dynamodb"]["SequenceNumber"]
+        for r in streams.get_records(ShardIterator=again["ShardIterator"])["Records"]
+    ] == [r["dynamodb"]["SequenceNumber"] for r in rest]
+    assert moto_fidelity.trim_read_records([reader]) == 0
