@@ -314,11 +314,14 @@ class Snapshotter:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the timer and write a final snapshot if anything changed since the last one."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=max(0.0, timeout_s))
         self.save_if_changed()
 
 
@@ -409,7 +412,11 @@ class TtlSweeper:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        """Ask the thread to stop after what it is doing (see `stop`)."""
+        self._stop.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=max(0.0, timeout_s))

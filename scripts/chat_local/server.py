@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -323,19 +323,27 @@ class LocalApi:
     def _log_queue_invocation(self, name: str, count: int, status: str, ms: float) -> None:
         self.request_log.event("SQS", name, f"{count} message(s) {status}", ms)
 
-    def stop(self) -> None:
-        """Stop streams and timers, write the final snapshot, stop the embedded store. Idempotent."""
-        for poller in self.pollers:
-            poller.stop()
-        self.pollers = []
-        for queue_poller in self.queue_pollers:
-            queue_poller.stop()
-        self.queue_pollers = []
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop streams, queues and timers, write the final snapshot, stop the embedded store. Idempotent.
+
+        Every worker is told to stop first, then each is waited for within one shared `timeout_s`; a
+        function still running then (a summary waiting on the model) is left to its daemon thread and
+        the snapshot is written regardless, so stopping is bounded however busy the server is.
+        """
+        deadline = time.monotonic() + timeout_s
+        workers: list[Any] = [*self.pollers, *self.queue_pollers]
         if self.sweeper is not None:
-            self.sweeper.stop()
-            self.sweeper = None
+            workers.append(self.sweeper)
         if self.snapshotter is not None:
-            self.snapshotter.stop()
+            workers.append(self.snapshotter)
+        for worker in workers:
+            worker.signal_stop()
+        for worker in workers:
+            if worker is not self.snapshotter:
+                worker.stop(timeout_s=deadline - time.monotonic())
+        self.pollers, self.queue_pollers, self.sweeper = [], [], None
+        if self.snapshotter is not None:
+            self.snapshotter.stop(timeout_s=deadline - time.monotonic())
             self.snapshotter = None
         if self.embedded is not None:
             self.embedded.stop()
@@ -513,6 +521,10 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def _serve(self) -> None:
+        with self.server.in_flight():
+            self._serve_one()
+
+    def _serve_one(self) -> None:
         started = time.perf_counter()
         # Not urlsplit: a path such as "//x" would be taken for a host name.
         target, _, query = self.path.partition("?")
@@ -570,6 +582,25 @@ class _LocalHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], api: LocalApi) -> None:
         super().__init__(address, _Handler)
         self.api = api
+        self._active = 0
+        self._idle = threading.Condition()
+
+    @contextlib.contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Count a request while it is served (shutdown waits a bounded time for them)."""
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no request is being served, at most `timeout_s`; True when idle."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._active == 0, timeout=max(0.0, timeout_s))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -736,6 +767,11 @@ def _lock_data_dir(config: ServerConfig) -> Any:
     return handle  # kept open (and locked) until the process exits
 
 
+#: How long stopping may take in all (SIGTERM or Ctrl-C), and the part of it requests in flight get.
+SHUTDOWN_SECONDS = 3.0
+REQUEST_GRACE_SECONDS = 1.5
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("botocore", "pynamodb", "urllib3"):
@@ -779,12 +815,17 @@ def main(argv: list[str] | None = None) -> int:
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
     stop.wait()
+    # Bounded whatever the load: new connections stop at once, requests in flight get a short grace,
+    # background functions are abandoned at the deadline, and the snapshot is always written.
+    deadline = time.monotonic() + SHUTDOWN_SECONDS
     print("\nstopping: saving data ...", flush=True)
     httpd.shutdown()
+    if not httpd.wait_idle(REQUEST_GRACE_SECONDS):
+        print("stopping: requests still running are abandoned", flush=True)
     httpd.server_close()
     snapshot = config.resolved_data_dir / SNAPSHOT_FILE
     persisted = api.snapshotter is not None
-    api.stop()
+    api.stop(timeout_s=deadline - time.monotonic())
     if persisted and snapshot.exists():
         print(f"data saved in {snapshot}", flush=True)
     return 0

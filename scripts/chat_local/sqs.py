@@ -198,7 +198,11 @@ class QueuePoller:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        """Ask the thread to stop after what it is doing (see `stop`)."""
+        self._stop.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=max(0.0, timeout_s))

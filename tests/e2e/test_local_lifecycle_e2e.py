@@ -6,13 +6,16 @@ import json
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import boto3
+import httpx
 import pytest
 
 from tests.e2e.conftest import FIXTURE_TEMPLATE, ServerProcess, child_env, console_script
+from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e
 
@@ -251,3 +254,46 @@ def test_external_dynamodb_endpoint_gets_the_table_and_keeps_the_data(tmp_path: 
     assert tables == ["chat-history-local"]
     assert detail.status_code == 200
     assert not (tmp_path / "dynamodb.json").exists()
+
+
+def test_stopping_under_load_is_bounded_and_keeps_the_questions(tmp_path: Path) -> None:
+    """A server stopped (SIGTERM) while posts wait on a slow model exits promptly with its data saved:
+    the questions already stored are there after a restart. README: stopping takes at most a few
+    seconds whatever is running; the bound asserted here is generous for a busy machine."""
+    with OpenAIStandin(mode="ok") as model:
+        env = {"LLM_BASE_URL": model.base_url, "LLM_API_KEY": "sk-test", "LLM_MAX_RETRIES": "0"}
+        server = ServerProcess(tmp_path, env=env).start()
+        with server.client("ella") as api:
+            assert api.post("/messages", json={"content": "opening"}).status_code == 201
+        # Given three posts waiting for the model
+        answers: list[int] = []
+
+        def ask(n: int) -> None:
+            try:
+                with httpx.Client(base_url=server.url, headers={"X-User-Id": "ella"}, timeout=120) as client:
+                    answers.append(client.post("/messages", json={"content": f"pending {n}"}).status_code)
+            except httpx.HTTPError:
+                answers.append(0)
+
+        model.configure(mode="slow", slow_seconds=60.0, reset=True)
+        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while len(model.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(model.requests) == 3
+        # When the server is told to stop
+        started = time.monotonic()
+        assert server.stop(signal.SIGTERM, timeout_s=30) == 0
+        took = time.monotonic() - started
+        assert "data saved in" in server.output, server.output
+        # Then it stopped on its own (not killed), and the questions asked are kept
+        restarted = ServerProcess(tmp_path).start()
+        try:
+            with restarted.client("ella") as api:
+                listed = api.get("/conversations").json()["items"]
+                titles = sorted(c["title"] for c in listed)
+        finally:
+            restarted.stop()
+        assert titles == sorted(["opening", "pending 0", "pending 1", "pending 2"]), (took, titles)
