@@ -191,7 +191,8 @@ class FunctionRuntime:
             error: BaseException | None = None
             result: Any = None
             try:
-                result = container.handler(event, context)
+                with invocation_log_keys(context, event, cold_start=container.invocations == 0):
+                    result = container.handler(event, context)
             except Exception as exc:
                 error = exc
             container.invocations += 1
@@ -203,6 +204,40 @@ class FunctionRuntime:
                 request_id=context.aws_request_id,
                 timed_out=duration_ms > self.spec.timeout_s * 1000,
             )
+
+
+@contextmanager
+def invocation_log_keys(context: LambdaContext, event: Any, *, cold_start: bool) -> Iterator[None]:
+    """This invocation's function name, request id and correlation id on every Powertools log line it
+    writes, whatever other functions run meanwhile.
+
+    In Lambda each function has its own process; here all share one, and with it one Powertools Logger
+    per service, whose `inject_lambda_context` keys are process-wide: the last invocation to start named
+    every line (a post's log said SummarizeConversationFunction). Powertools' thread-safe keys live in a
+    context variable, so they are this request thread's own, and they take precedence.
+    """
+    try:
+        from aws_lambda_powertools.logging.formatter import clear_context_keys, set_context_keys
+    except ImportError:  # a template whose functions do not use Powertools
+        yield
+        return
+    request_context = event.get("requestContext") if isinstance(event, Mapping) else None
+    correlation_id = request_context.get("requestId") if isinstance(request_context, Mapping) else None
+    keys: dict[str, Any] = {
+        "function_name": context.function_name,
+        "function_memory_size": context.memory_limit_in_mb,
+        "function_arn": context.invoked_function_arn,
+        "function_request_id": context.aws_request_id,
+        "cold_start": cold_start,
+    }
+    if isinstance(correlation_id, str):
+        keys["correlation_id"] = correlation_id
+    clear_context_keys()
+    set_context_keys(**keys)
+    try:
+        yield
+    finally:
+        clear_context_keys()
 
 
 def apply_function_environment(
