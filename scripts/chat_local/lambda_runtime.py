@@ -48,6 +48,10 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+class Throttled(RuntimeError):
+    """Every container of the function stayed busy longer than the runtime waits for one."""
+
+
 class HandlerUnavailable(RuntimeError):
     """The function's code could not be imported (file missing, import error)."""
 
@@ -129,10 +133,13 @@ class FunctionRuntime:
     Powertools resolver, its current event) is never shared between concurrent requests.
     """
 
-    def __init__(self, spec: FunctionSpec, *, region: str, max_concurrency: int = 4) -> None:
+    def __init__(
+        self, spec: FunctionSpec, *, region: str, max_concurrency: int = 32, max_wait_s: float = 10.0
+    ) -> None:
         self.spec = spec
         self.region = region
         self.max_concurrency = max(1, max_concurrency)
+        self.max_wait_s = max_wait_s
         self._idle: list[_Container] = []
         self._created = 0
         self._cond = threading.Condition()
@@ -153,8 +160,15 @@ class FunctionRuntime:
     @contextmanager
     def _acquire(self) -> Iterator[_Container]:
         with self._cond:
-            while not self._idle and self._created >= self.max_concurrency:
-                self._cond.wait()
+            # Lambda throttles rather than queueing without end: past `max_wait_s` the caller is told to
+            # retry (429 behind the local API, as API Gateway answers a throttled function).
+            if not self._cond.wait_for(
+                lambda: bool(self._idle) or self._created < self.max_concurrency, timeout=self.max_wait_s
+            ):
+                raise Throttled(
+                    f"{self.spec.logical_id}: all {self.max_concurrency} containers stayed busy for "
+                    f"{self.max_wait_s:g} s"
+                )
             if self._idle:
                 container: _Container | None = self._idle.pop()
             else:

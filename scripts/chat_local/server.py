@@ -45,7 +45,12 @@ from chat_local.dynamodb import (
     read_snapshot,
     restore_items,
 )
-from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable, apply_function_environment
+from chat_local.lambda_runtime import (
+    FunctionRuntime,
+    HandlerUnavailable,
+    Throttled,
+    apply_function_environment,
+)
 from chat_local.openapi import build_openapi, swagger_page
 from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
@@ -75,7 +80,7 @@ class ServerConfig:
     dynamodb_endpoint: str | None = None  # None: embedded moto
     table_name: str | None = None
     region: str = "us-east-1"
-    concurrency: int = 4
+    concurrency: int = 32
     snapshot_interval_s: float = 2.0
     ttl_sweep_interval_s: float = 60.0
     stream_poll_interval_s: float = 0.25
@@ -374,6 +379,11 @@ class LocalApi:
         event = build_event(request, match, region=self.config.region)
         try:
             invocation = runtime.invoke(event)
+        except Throttled as exc:
+            log.warning("%s", exc)
+            return error_response(
+                429, "too_many_requests", "the function is busy; retry the request", [("Retry-After", "1")]
+            ), runtime.spec.logical_id
         except HandlerUnavailable as exc:
             log.error("%s", exc)
             return error_response(502, "handler_unavailable", str(exc)), runtime.spec.logical_id
@@ -479,6 +489,10 @@ class LocalApi:
             )
         try:
             invocation = runtime.invoke(payload)
+        except Throttled as exc:
+            return json_response(
+                429, {"Type": "User", "Message": str(exc)}, [("X-Amzn-ErrorType", "TooManyRequestsException")]
+            )
         except HandlerUnavailable as exc:
             return json_response(502, {"Type": "Service", "Message": str(exc)})
         if invocation.error is not None:
@@ -713,7 +727,14 @@ def parse_args(argv: list[str] | None) -> ServerConfig:
     )
     parser.add_argument("--table-name", default=os.environ.get("TABLE_NAME") or None)
     parser.add_argument("--region", default=os.environ.get("AWS_REGION") or "us-east-1")
-    parser.add_argument("--concurrency", type=int, default=4, help="warm containers per function (default 4)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=int(os.environ.get("LOCAL_CONCURRENCY") or 32),
+        help="warm containers per function, each serving one request at a time (default 32, or "
+        "LOCAL_CONCURRENCY); a request that finds them all busy for 10 s gets 429 with Retry-After, "
+        "as a throttled Lambda does",
+    )
     parser.add_argument("--snapshot-interval", type=float, default=2.0, help="seconds between snapshots")
     parser.add_argument(
         "--ttl-sweep-interval", type=float, default=60.0, help="seconds between TTL sweeps (0 = never)"

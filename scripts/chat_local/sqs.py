@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable
+from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable, Throttled
 from chat_local.streams import passes_filters
 from chat_local.template import QueueSpec, QueueSubscription
 
@@ -157,7 +157,7 @@ class QueuePoller:
         every = {r["messageId"] for r in records}
         try:
             invocation = self.runtime.invoke({"Records": records})
-        except HandlerUnavailable as exc:
+        except (HandlerUnavailable, Throttled) as exc:
             log.error("%s: %s", self.subscription.name, exc)
             return every
         self.stats.batches += 1

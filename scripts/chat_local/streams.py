@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable
+from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable, Throttled
 from chat_local.template import StreamSubscription
 
 log = logging.getLogger("chat_local.streams")
@@ -328,7 +328,7 @@ class StreamPoller:
         """Returns ("ok", []) or ("error"|"partial", records still to process)."""
         try:
             invocation = self.runtime.invoke({"Records": batch})
-        except HandlerUnavailable as exc:
+        except (HandlerUnavailable, Throttled) as exc:
             log.error("%s: %s", self.subscription.name, exc)
             self._report(len(batch), "error", 0.0)
             return "error", batch

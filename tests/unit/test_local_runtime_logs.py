@@ -69,3 +69,46 @@ def test_each_log_line_names_its_own_function_and_request(
         assert line["function_name"] == line["who"], line
         assert line["function_request_id"] == request_ids[line["who"]], line
         assert line["correlation_id"] == f"corr-{line['who']}", line
+
+
+def test_a_request_that_finds_every_container_busy_is_throttled_not_queued(tmp_path: Path) -> None:
+    """A function whose only container stays busy answers the next invocation with Throttled after the
+    runtime's wait (the local API turns it into 429 with Retry-After) instead of queueing without end."""
+    from chat_local.lambda_runtime import Throttled
+
+    folder = tmp_path / "Busy"
+    folder.mkdir()
+    (folder / "app.py").write_text(
+        "from tests.unit.test_local_runtime_logs import HOLD\n"
+        "def lambda_handler(event, context):\n"
+        "    if event.get('hold'):\n"
+        "        HOLD.wait(timeout=60)\n"
+        "    return {}\n",
+        encoding="utf-8",
+    )
+    spec = FunctionSpec(
+        logical_id="Busy",
+        code_uri=folder,
+        handler="app.lambda_handler",
+        timeout_s=30,
+        memory_mb=128,
+        environment={},
+    )
+    runtime = FunctionRuntime(spec, region="us-east-1", max_concurrency=1, max_wait_s=0.2)
+    first = threading.Thread(target=runtime.invoke, args=({"hold": True},))
+    first.start()
+    try:
+        with pytest.raises(Throttled):
+            _ask_until_refused(runtime)
+    finally:
+        HOLD.set()
+        first.join(timeout=60)
+
+
+HOLD = threading.Event()
+
+
+def _ask_until_refused(runtime: FunctionRuntime) -> None:
+    """Invoke until the first invocation holds the only container (no fixed sleep): then Throttled."""
+    for _ in range(600):
+        runtime.invoke({"probe": True})
