@@ -8,7 +8,6 @@ serialized request body and the raw HTTP response body, i.e. the bytes on the wi
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from collections import Counter
@@ -162,32 +161,6 @@ def moto_env(**extra: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
-class _NoTableBackup:
-    """Stands in for the `copy` module inside moto's transact_write_items: no whole-table backup."""
-
-    @staticmethod
-    def deepcopy(obj: Any, memo: Any = None) -> Any:
-        from moto.dynamodb.models.table import Table
-
-        return obj if isinstance(obj, Table) else copy.deepcopy(obj, memo)
-
-    copy = staticmethod(copy.copy)
-
-
-def _wire_ready(value: Any) -> bool:
-    """True for an attribute value with no binary inside (binary still needs moto's base64 step)."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return False
-    ((tag, inner),) = value.items()
-    if tag in ("B", "BS"):
-        return False
-    if tag == "M":
-        return all(_wire_ready(v) for v in inner.values())
-    if tag == "L":
-        return all(_wire_ready(v) for v in inner)
-    return True
-
-
 def _replace_not_add(self: dict[str, Any], key: str, value: Any) -> None:
     """moto's item size check, counting a replaced attribute once (moto adds the old and the new value)."""
     from moto.dynamodb.exceptions import ItemSizeTooLarge
@@ -209,55 +182,26 @@ MOTO_ITEM_LIMIT = 405_000
 
 @contextmanager
 def moto_fixes() -> Iterator[None]:
-    """Two moto artefacts removed for the block (bench only; DynamoDB behaves like the patched moto).
+    """moto artefacts removed for the block (DynamoDB behaves like the patched moto).
 
-    1. moto deep-copies every table a TransactWriteItems touches, to roll back on cancellation, so each
-       transaction costs O(table) and a long conversation's appends cost O(n^2). The patch skips that
-       backup; a cancelled transaction then raises instead of leaving moto half-applied state unnoticed
-       (none is cancelled in these single-threaded benches).
+    1. The local server's and the tests' own fixes (`chat_local.moto_fidelity`): a TransactWriteItems
+       costs what it touches (moto deep-copied every table it names, so a long conversation's appends
+       cost O(n^2)), and responses are serialized at the cost of their bytes (moto re-checked every
+       nested member of every attribute value, about 20 µs each, so a 400 KB GetItem took seconds).
+       Installed for the rest of the process.
     2. moto's item size check on UpdateItem adds the replaced attribute's old value to its new one, so
        an item is refused at about half its real size. The patch counts the replaced attribute once.
-    3. moto serializes every response through a generic model walker that re-checks each nested member
-       of each attribute value (about 20 µs per value), so a 400 KB GetItem takes seconds. Attribute
-       values are already in wire form; the patch passes them through, and the bytes are unchanged.
     """
-    import moto.dynamodb.models as models
-    from moto.core.serialize import JSONSerializer
+    from chat_local import moto_fidelity
     from moto.dynamodb.models.dynamo_type import LimitedSizeDict
 
-    original_serialize = JSONSerializer._serialize
-
-    def serialize(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
-        if shape.name == "AttributeValue" and _wire_ready(value):
-            # moto keeps attribute values in wire form already; its generic walker re-checks every
-            # nested member against the model, which is what made big responses slow.
-            self._default_serialize(serialized, value, shape, key)
-            return
-        original_serialize(self, serialized, value, shape, key)
-
-    original_transact = models.DynamoDBBackend.transact_write_items
+    moto_fidelity.install()
     original_setitem = LimitedSizeDict.__setitem__
-
-    def transact(self: Any, transact_items: Any) -> Any:
-        setattr(models, "copy", _NoTableBackup)  # noqa: B010 - moto does not export `copy`
-        try:
-            return original_transact(self, transact_items)
-        except Exception as exc:
-            raise RuntimeError(
-                "TransactWriteItems was cancelled while the bench skips moto's table backup"
-            ) from exc
-        finally:
-            setattr(models, "copy", copy)  # noqa: B010
-
-    models.DynamoDBBackend.transact_write_items = transact  # type: ignore[method-assign]
     LimitedSizeDict.__setitem__ = _replace_not_add  # type: ignore[method-assign]
-    JSONSerializer._serialize = serialize  # type: ignore[method-assign]
     try:
         yield
     finally:
-        models.DynamoDBBackend.transact_write_items = original_transact  # type: ignore[method-assign]
         LimitedSizeDict.__setitem__ = original_setitem  # type: ignore[method-assign]
-        JSONSerializer._serialize = original_serialize  # type: ignore[method-assign]
 
 
 def kb(size: int) -> str:
