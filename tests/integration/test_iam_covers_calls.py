@@ -1,0 +1,154 @@
+"""Every DynamoDB action a function performs is granted to it by template.yaml (least privilege that works).
+
+Each function runs a scenario through its real handler on moto while every DynamoDB call is recorded
+(a TransactWriteItems counts as the actions of its items, as IAM evaluates it); the actions must be a
+subset of the `dynamodb:*` actions in that function's policies. A deployed function denied an action
+fails only in the cloud; this catches it here.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import botocore.client
+import pytest
+from chat_local.template import load_yaml
+
+from tests.integration.test_summaries import Conversation as SummarizedConversation
+from tests.support import events
+from tests.support import functions as api
+from tests.support.lambda_context import LambdaContext
+from tests.support.openai_standin import OpenAIStandin
+from tests.support.stream_records import TableStream
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+_TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+_current: contextvars.ContextVar[str | None] = contextvars.ContextVar("function", default=None)
+
+
+def granted_actions() -> dict[str, set[str]]:
+    """Function folder name -> the dynamodb actions its policies allow."""
+    resources = load_yaml(TEMPLATE)["Resources"]
+    granted: dict[str, set[str]] = {}
+
+    def collect(node: Any, into: set[str]) -> None:
+        if isinstance(node, dict):
+            action = node.get("Action")
+            actions = action if isinstance(action, list) else [action] if isinstance(action, str) else []
+            into.update(
+                a.split(":", 1)[1] for a in actions if isinstance(a, str) and a.startswith("dynamodb:")
+            )
+            for value in node.values():
+                collect(value, into)
+        elif isinstance(node, list):
+            for value in node:
+                collect(value, into)
+
+    for resource in resources.values():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        folder = Path(str(resource["Properties"]["CodeUri"])).name
+        actions: set[str] = set()
+        collect(resource["Properties"].get("Policies", []), actions)
+        granted[folder] = actions
+    return granted
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
+    """Function name -> the DynamoDB actions performed while its handler ran."""
+    calls: dict[str, set[str]] = defaultdict(set)
+    original = botocore.client.BaseClient._make_api_call
+
+    def record(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        function = _current.get()
+        if function is not None and self.meta.service_model.service_name == "dynamodb":
+            if operation == "TransactWriteItems":
+                for item in params.get("TransactItems", []):
+                    calls[function].update(_TRANSACT_ACTIONS[kind] for kind in item)
+            else:
+                calls[function].add(operation)
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    original_load = api.load
+
+    def load(name: str) -> Any:
+        module = original_load(name)
+        handler = module.lambda_handler
+
+        class Recorded:
+            @staticmethod
+            def lambda_handler(event: Any, context: Any) -> Any:
+                token = _current.set(name)
+                try:
+                    return handler(event, context)
+                finally:
+                    _current.reset(token)
+
+        return Recorded
+
+    monkeypatch.setattr(api, "load", load)
+    return calls
+
+
+def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
+    standin_llm: OpenAIStandin, recorded: dict[str, set[str]]
+) -> None:
+    """Create, post (new and existing conversation, with an Idempotency-Key), list, detail,
+    window, events, pin, summarize and delete: each function's actions are in its policy."""
+    conversation = SummarizedConversation(TableStream("chat-history-it"))
+    conversation.post_turns(7)
+    cid = conversation.id
+    assert cid is not None
+    api.create(title="t", system_prompt="s")
+    api.invoke(
+        "post_message",
+        events.post_message({"conversation_id": cid, "content": "again"}, idempotency_key="k1"),
+    )
+    api.listing()
+    detail = api.detail(cid).body
+    api.window(cid, "next?")
+    api.load("get_events").lambda_handler(
+        events.http_event(
+            "GET",
+            f"/conversations/{cid}/events",
+            route="/conversations/{conversation_id}/events",
+            path_parameters={"conversation_id": cid},
+        ),
+        LambdaContext(function_name="get_events"),
+    )
+    message_id = detail["messages"][0]["message_id"]
+    api.invoke(
+        "update_message",
+        events.http_event(
+            "PATCH",
+            f"/conversations/{cid}/messages/{message_id}",
+            route="/conversations/{conversation_id}/messages/{message_id}",
+            path_parameters={"conversation_id": cid, "message_id": message_id},
+            body={"pinned": True},
+        ),
+    )
+    api.delete(cid)
+    granted = granted_actions()
+    assert set(recorded) >= {
+        "post_message",
+        "create_conversation",
+        "list_conversations",
+        "get_conversation",
+        "summarize_conversation",
+        "delete_conversation",
+    }
+    for function, actions in recorded.items():
+        missing = actions - granted[function]
+        assert not missing, f"{function} performs {sorted(missing)} but template.yaml does not grant them"
