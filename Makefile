@@ -63,8 +63,11 @@ test-stress: venv ## the whole pytest suite 3 times (STRESS_ROUNDS) in a row whi
 bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
 	$(PY) -m bench
 
-build: sam-venv ## sam build (no container) into .aws-sam/
-	PATH="$(dir $(PYTHON_SYS)):$$PATH" $(SAM) build --template template.yaml
+ARCH ?= arm64
+BUILD_DIR ?= .aws-sam/build
+build: sam-venv ## sam build (no container) into .aws-sam/ (ARCH=arm64|x86_64: functions and layer alike)
+	PATH="$(dir $(PYTHON_SYS)):$$PATH" LAYER_ARCH=$(ARCH) $(SAM) build --template template.yaml \
+		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
 
 run: venv ## the whole API on 127.0.0.1:$(PORT) with an embedded DynamoDB (data kept in .local/)
 	$(VENV)/bin/chat-local-server --port $(PORT)
