@@ -12,7 +12,9 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import boto3
 import httpx
 import pytest
 
@@ -55,6 +57,17 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra or {})
     return env
+
+
+def local_client(endpoint: str, service: str = "dynamodb") -> Any:
+    """A boto3 client of the local server's store (embedded moto or an external endpoint)."""
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
 
 
 class ServerProcess:

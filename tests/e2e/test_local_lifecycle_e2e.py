@@ -10,11 +10,10 @@ import threading
 import time
 from pathlib import Path
 
-import boto3
 import httpx
 import pytest
 
-from tests.e2e.conftest import FIXTURE_TEMPLATE, ServerProcess, child_env, console_script
+from tests.e2e.conftest import FIXTURE_TEMPLATE, ServerProcess, child_env, console_script, local_client
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e
@@ -146,13 +145,7 @@ def test_stream_functions_receive_the_tables_stream_records(tmp_path: Path) -> N
             assert api.post("/items", json={"pk": "ITEM#1", "sk": "A"}).status_code == 201
             assert api.post("/items", json={"pk": "ITEM#2", "sk": "B", "fail_once": 1}).status_code == 201
             # Then both are audited (the failed one after a retry), and the audit items themselves are not
-            dynamodb = boto3.client(
-                "dynamodb",
-                endpoint_url=endpoint,
-                region_name="us-east-1",
-                aws_access_key_id="local",
-                aws_secret_access_key="local",
-            )
+            dynamodb = local_client(endpoint)
             deadline = time.monotonic() + 20
             audited: list[str] = []
             while time.monotonic() < deadline:
@@ -217,13 +210,7 @@ def test_external_dynamodb_endpoint_gets_the_table_and_keeps_the_data(tmp_path: 
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="local",
-            aws_secret_access_key="local",
-        )
+        client = local_client(endpoint)
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -11,11 +11,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 from chat_core.store.keys import conversation_pk
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import ServerProcess, local_client
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e
@@ -117,13 +116,7 @@ def test_retention_purges_a_deleted_conversation_after_ttl_removal(
         table = api.get("/_local/health").json()["table"]
         # When one is deleted
         assert api.delete(f"/conversations/{doomed}").status_code == 204
-        dynamodb = boto3.client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="local",
-            aws_secret_access_key="local",
-        )
+        dynamodb = local_client(endpoint)
 
         def count(conversation_id: str) -> int:
             answer = dynamodb.query(

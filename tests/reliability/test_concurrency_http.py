@@ -17,11 +17,10 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import ServerProcess, local_client
 from tests.reliability.conftest import ClientFactory
 from tests.reliability.figures import FIGURES
 from tests.reliability.leaks import assert_clean
@@ -55,13 +54,7 @@ def _post(url: str, user: str, body: dict[str, Any], start: threading.Barrier) -
 
 def _partition(endpoint: str, table: str, owner: str, conversation_id: str) -> list[dict[str, Any]]:
     """Every item of the conversation's partition, read straight from the embedded DynamoDB."""
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    client = local_client(endpoint)
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {
         "TableName": table,
