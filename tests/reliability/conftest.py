@@ -1,5 +1,6 @@
-"""Reliability suite fixtures: one local server for the session (real HTTP, stand-in model, 20 warm
-containers per function), counted clients, and RESULTS.md when RELIABILITY_RESULTS names a file."""
+"""Reliability suite fixtures: one local server for the session (real HTTP, stand-in model, as many warm
+containers per function as `make run`), counted clients, and RESULTS.md when RELIABILITY_RESULTS names
+a file."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def rel_server(
     process = ServerProcess(
         tmp_path_factory.mktemp("reliability-data"),
         env={"LLM_BASE_URL": rel_standin.base_url, "LLM_MODEL": "standin-model", "LLM_MAX_RETRIES": "0"},
-        args=["--concurrency", "20", "--ttl-sweep-interval", "0"],
+        args=["--ttl-sweep-interval", "0"],  # the default concurrency, as `make run`
     )
     process.start()
     yield process
