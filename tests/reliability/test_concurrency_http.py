@@ -1,12 +1,12 @@
 """REL-5 / SPEC §5: concurrent clients over real HTTP against the local server.
 
 What this proves: `chat-local-server` serves each request on its own thread and runs up to 32 warm
-containers per function (as `make run`), so 20 or 30 posts really are in flight at once in the handler code (Query,
-TransactWrite #1, model call, TransactWrite #2 interleave between requests). The embedded DynamoDB
-applies one request at a time, as DynamoDB applies each request atomically. It does not prove
-behaviour under DynamoDB's own transaction conflicts (TransactionConflict), which moto never raises;
-those are covered by the injected faults in tests/integration/test_reliability_faults.py and
-tests/integration/test_reliability_replies.py.
+containers per function (as `make run`), so 20 or 30 posts really are in flight at once in the
+handler code (Query, TransactWrite #1, model call, TransactWrite #2 interleave between requests).
+The embedded DynamoDB applies one request at a time, as DynamoDB applies each request atomically.
+It does not prove behaviour under DynamoDB's own transaction conflicts (TransactionConflict), which
+moto never raises; those are covered by the injected faults in
+tests/integration/test_reliability_faults.py and tests/integration/test_reliability_replies.py.
 """
 
 from __future__ import annotations
