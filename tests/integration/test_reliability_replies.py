@@ -124,6 +124,18 @@ def test_concurrent_posts_that_lose_the_race_take_their_own_slots(
     assert api.detail(conversation_id).body["turn_count"] == 2
 
 
+def test_a_reservation_meeting_a_transaction_is_retried(faults: DynamoFaults) -> None:
+    """REL-5: the atomic reservation meets a transaction on the conversation item
+    (TransactionConflictException): it is retried and the post lands."""
+    conversation_id = api.post("first").body["conversation_id"]
+    faults.fail("TransactWriteItems", "TransactionCanceled:ConditionalCheckFailed", times=1)
+    faults.fail("UpdateItem", "TransactionConflictException", times=1)
+    answer = api.post("second", conversation_id)
+    assert answer.status == 201, answer.body
+    assert faults.injected["UpdateItem"] == 1
+    assert [m["content"] for m in _exact(conversation_id) if m["role"] == "user"] == ["first", "second"]
+
+
 def test_a_post_that_cannot_get_its_turn_answers_409_in_time(
     faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch
 ) -> None:

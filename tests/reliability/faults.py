@@ -24,6 +24,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "RequestLimitExceeded": (400, "com.amazonaws.dynamodb.v20120810"),
     "InternalServerError": (500, "com.amazonaws.dynamodb.v20120810"),
     "ServiceUnavailable": (503, "com.amazonaws.dynamodb.v20120810"),
+    "TransactionConflictException": (400, "com.amazonaws.dynamodb.v20120810"),
 }
 CONNECTION = "connection"  # no answer at all: EndpointConnectionError
 READ_TIMEOUT = "read-timeout"  # connected, no answer in time: ReadTimeoutError

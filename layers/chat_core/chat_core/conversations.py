@@ -814,7 +814,15 @@ def _reserve_turn(
     recorded_in = request.recorded()
     count = len(recorded_in) + 1
     for attempt in range(64):
-        slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
+        try:
+            slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
+        except StoreUnavailable:
+            # A transaction on the conversation item at the same moment (TransactionConflict): retry.
+            pause = resilience.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                raise
+            time.sleep(pause)
+            continue
         recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
         user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request.content, model)
         recorder = TurnRecorder.new(slots.turn)

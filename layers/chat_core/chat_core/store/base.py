@@ -142,6 +142,8 @@ TRANSIENT_ERROR_CODES = frozenset(
         "InternalServerError",
         "ServiceUnavailable",
         "TransactionConflict",
+        # A single-item write that meets a transaction on the same item (DynamoDB's own name for it).
+        "TransactionConflictException",
         "TransactionInProgressException",
         "ReplicatedWriteConflictException",
     }
