@@ -24,6 +24,9 @@ ERRORS: dict[str, tuple[int, str]] = {
     "RequestLimitExceeded": (400, "com.amazonaws.dynamodb.v20120810"),
     "InternalServerError": (500, "com.amazonaws.dynamodb.v20120810"),
     "ServiceUnavailable": (503, "com.amazonaws.dynamodb.v20120810"),
+}
+# Errors botocore does not retry itself (the service must): a single-item write meeting a transaction.
+NOT_RETRIED: dict[str, tuple[int, str]] = {
     "TransactionConflictException": (400, "com.amazonaws.dynamodb.v20120810"),
 }
 CONNECTION = "connection"  # no answer at all: EndpointConnectionError
@@ -108,7 +111,7 @@ class DynamoFaults:
                 "CancellationReasons": [{"Code": reason, "Message": "injected"}, {"Code": "None"}],
             }
             return _response(request, 400, body)
-        status, namespace = ERRORS[rule.code]
+        status, namespace = ERRORS.get(rule.code) or NOT_RETRIED[rule.code]
         return _response(request, status, {"__type": f"{namespace}#{rule.code}", "message": "injected fault"})
 
 
