@@ -65,9 +65,25 @@ bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
 
 ARCH ?= arm64
 BUILD_DIR ?= .aws-sam/build
+# SAM runs the layer's Makefile with nothing but ARTIFACTS_DIR: LAYER_ARCH carries ARCH to its wheel choice
+# (MAKEFLAGS emptied, or a variable given to this make would override it in the layer's make).
+# The built template still says `!Ref Architecture` (default arm64), so `sam deploy` of an x86_64 build
+# would pair arm64 functions with x86_64 wheels; its parameter is pinned to what was built, and deploying
+# the other architecture is refused by CloudFormation instead of failing every import.
+PIN_ARCHITECTURE := import sys; from samcli.yamlhelper import yaml_dump, yaml_parse; \
+	path, arch = sys.argv[1:]; template = yaml_parse(open(path).read()); \
+	template["Parameters"]["Architecture"].update(Default=arch, AllowedValues=[arch], \
+		Description="Pinned by make build: the layer of this build is " + arch + " only."); \
+	open(path, "w").write(yaml_dump(template))
 build: sam-venv ## sam build (no container) into .aws-sam/ (ARCH=arm64|x86_64: functions and layer alike)
-	PATH="$(dir $(PYTHON_SYS)):$$PATH" LAYER_ARCH=$(ARCH) $(SAM) build --template template.yaml \
+	PATH="$(dir $(PYTHON_SYS)):$$PATH" MAKEFLAGS= LAYER_ARCH=$(ARCH) $(SAM) build --template template.yaml \
 		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
+	$(SAM_VENV)/bin/python -c '$(PIN_ARCHITECTURE)' "$(BUILD_DIR)/template.yaml" "$(ARCH)"
+
+# About a minute on 2 cores, so `make test` (pytest) runs it too; this runs it alone.
+.PHONY: test-build
+test-build: venv sam-venv ## make build for arm64 and x86_64 into temp dirs: compiled files' architecture, handler imports
+	$(VENV)/bin/pytest -m build tests/deploy
 
 run: venv ## the whole API on 127.0.0.1:$(PORT) with an embedded DynamoDB (data kept in .local/)
 	$(VENV)/bin/chat-local-server --port $(PORT)

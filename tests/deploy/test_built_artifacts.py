@@ -1,11 +1,12 @@
 """What `make build ARCH=...` produces runs where Lambda runs it.
 
-For each architecture the template's Architecture parameter allows, `sam build` (through `make build`,
-which hands the same value to the template and to the layer's wheel selection) builds every function
-and the layer. Every compiled extension in the layer must be for that architecture (a layer of the other
-one builds cleanly and then fails every import). For this machine's architecture, each handler is
+For each architecture the template's Architecture parameter allows, `make build` (which hands the same
+value to the template and to the layer's wheel selection) builds every function and the layer into a
+temporary folder. Every compiled file in the build must be for that architecture: a layer of the other
+one builds cleanly and then fails every import. For this machine's architecture, each handler is also
 imported from the built artifacts in a fresh interpreter whose path holds only the function's folder and
-the layer's `python/` folder, as Lambda's /var/task and /opt/python, without the dev venv.
+the layer's `python/` folder (Lambda's /var/task and /opt/python) and the standard library: no dev venv,
+no site-packages, no PYTHON* variables. Selected with `-m build` (`make test-build`).
 """
 
 from __future__ import annotations
@@ -13,25 +14,33 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chat_local.template import load_template, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHITECTURES = ("arm64", "x86_64")
 ELF_MACHINE = {0xB7: "arm64", 0x3E: "x86_64"}  # e_machine: EM_AARCH64, EM_X86_64
 NATIVE = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "x86_64", "AMD64": "x86_64"}.get(platform.machine())
+REGION = "us-east-1"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.build, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module", params=ARCHITECTURES)
-def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def built(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
     architecture = str(request.param)
     target = tmp_path_factory.mktemp(f"build-{architecture}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    # Nothing of the caller's venv or make (`make test-build ARCH=...`) leaks into this build.
+    leaks = ("VIRTUAL_ENV", "PYTHON", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "LAYER_ARCH", "ARCH", "BUILD_DIR")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(leaks)}
     result = subprocess.run(
         ["make", "--no-print-directory", "build", f"ARCH={architecture}", f"BUILD_DIR={target}"],
         cwd=REPO,
@@ -44,71 +53,124 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     assert result.returncode == 0, (
         f"make build ARCH={architecture} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     )
-    return architecture, target
+    yield architecture, target
+    shutil.rmtree(target, ignore_errors=True)  # about 80 MB per architecture
 
 
-def _elf_machine(path: Path) -> str:
-    header = path.read_bytes()[:20]
-    assert header[:4] == b"\x7fELF", f"{path} is not an ELF file"
+def _layer_python(build_dir: Path) -> Path:
+    """The built layer's python/ folder, found from the built template (what Lambda mounts at /opt)."""
+    resources = load_yaml(build_dir / "template.yaml")["Resources"]
+    [layer] = [r for r in resources.values() if r["Type"] == "AWS::Serverless::LayerVersion"]
+    return build_dir / str(layer["Properties"]["ContentUri"]) / "python"
+
+
+def _elf_machine(path: Path) -> str | None:
+    with path.open("rb") as handle:
+        header = handle.read(20)
+    if header[:4] != b"\x7fELF":
+        return None
     return ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), f"unknown 0x{header[18:20].hex()}")
 
 
-def _functions(build_dir: Path) -> list[Path]:
-    return sorted(p for p in build_dir.iterdir() if p.is_dir() and (p / "app.py").exists())
-
-
-def test_every_compiled_extension_matches_the_architecture(built: tuple[str, Path]) -> None:
-    """A layer built for an architecture carries only extensions for it (pydantic_core, tiktoken...)."""
+def test_the_build_holds_only_compiled_code_for_its_architecture(built: tuple[str, Path]) -> None:
+    """A build for an architecture carries compiled extensions (pydantic_core, tiktoken...) for it alone,
+    and its template can only be deployed with that architecture."""
     architecture, build_dir = built
-    extensions = list((build_dir / "ChatCoreLayer" / "python").rglob("*.so"))
-    assert extensions, "the layer holds no compiled extension: pydantic_core at least is expected"
-    wrong = {
-        str(p.relative_to(build_dir)): _elf_machine(p) for p in extensions if _elf_machine(p) != architecture
+    machines = {
+        str(p.relative_to(build_dir)): machine
+        for p in build_dir.rglob("*")
+        if p.is_file() and not p.is_symlink() and (machine := _elf_machine(p))
     }
-    assert not wrong, f"built for {architecture} but holds: {wrong}"
-    template = (build_dir / "template.yaml").read_text(encoding="utf-8")
-    assert "Architecture" in template
+    layer = str(_layer_python(build_dir).relative_to(build_dir))
+    assert any(p.startswith(layer) for p in machines), "the layer holds no compiled extension at all"
+    wrong = {p: m for p, m in machines.items() if m != architecture}
+    assert not wrong, f"built for {architecture}, but these compiled files are not: {wrong}"
+
+    template = load_yaml(build_dir / "template.yaml")
+    parameter = template["Parameters"]["Architecture"]
+    assert (parameter["Default"], parameter["AllowedValues"]) == (architecture, [architecture]), (
+        "make build must pin the built template's Architecture to what it built"
+    )
+    assert template["Globals"]["Function"]["Architectures"] == [{"Ref": "Architecture"}]
+    [layer_resource] = [
+        r for r in template["Resources"].values() if r["Type"] == "AWS::Serverless::LayerVersion"
+    ]
+    assert layer_resource["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
+    assert layer_resource["Metadata"]["BuildArchitecture"] == architecture
 
 
+# Lambda's bootstrap, reduced: sys.path is the task folder, the layer and the standard library; the
+# handler's module is imported by name and its function looked up. Every module loaded must come from
+# those folders (the stdlib entries are the interpreter's own, with -I -S: no site-packages at all).
 IMPORT_CHECK = """
-import importlib.util, json, sys
-function_dir, layer_dir = sys.argv[1], sys.argv[2]
-stdlib = [p for p in sys.path if p.endswith(("lib/python3.12", "lib-dynload", ".zip"))]
+import importlib, json, sys
+function_dir, layer_dir, handler = sys.argv[1:4]
+stdlib = [p for p in sys.path if p]
 sys.path[:] = [function_dir, layer_dir, *stdlib]
-spec = importlib.util.spec_from_file_location("app", function_dir + "/app.py")
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-assert callable(module.lambda_handler)
-print(json.dumps({"ok": True, "chat_core": sys.modules["chat_core"].__file__}))
+module_name, _, attribute = handler.rpartition(".")
+module = importlib.import_module(module_name.replace("/", "."))
+if not callable(getattr(module, attribute, None)):
+    sys.exit(f"{handler}: {attribute} is not a callable of {module.__file__}")
+def allowed(path):
+    if path.startswith((function_dir + "/", layer_dir + "/")):
+        return True
+    return path.startswith(tuple(p + "/" for p in stdlib)) and "/site-packages/" not in path
+elsewhere = sorted(
+    f"{name} ({m.__file__})" for name, m in list(sys.modules.items())
+    if getattr(m, "__file__", None) and not allowed(m.__file__)
+)
+if elsewhere:
+    sys.exit("loaded from outside the function, the layer and the stdlib: " + ", ".join(elsewhere))
+print(json.dumps({"chat_core": sys.modules["chat_core"].__file__}))
 """
 
 
 def test_every_handler_imports_from_the_built_artifacts(built: tuple[str, Path]) -> None:
-    """Each function's handler imports with only its folder and the layer on the path (this machine's
-    architecture; the other one is checked by its extensions above)."""
+    """Each function's handler imports in a clean interpreter with only its folder and the layer on the
+    path, with the environment the template gives it (this machine's architecture; the other one is
+    checked by its compiled files above, since its extensions cannot load here)."""
     architecture, build_dir = built
     if architecture != NATIVE:
-        pytest.skip(f"{architecture} code does not run on this {platform.machine()} machine")
-    layer = build_dir / "ChatCoreLayer" / "python"
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "TABLE_NAME": "chat-history",
-        "POWERTOOLS_SERVICE_NAME": "chat-history",
-        "POWERTOOLS_METRICS_NAMESPACE": "ChatHistory",
-    }
-    functions = _functions(build_dir)
-    assert len(functions) >= 10
-    for function in functions:
-        # -I: no user site, no PYTHON* variables; -S: no site-packages at all (the dev venv is not there).
+        pytest.skip(f"{architecture} extensions do not load on this {platform.machine()} machine")
+    # The base interpreter, not the venv's: nothing of the dev venv is reachable even by accident.
+    python = getattr(sys, "_base_executable", sys.executable)
+    layer = _layer_python(build_dir)
+    functions = load_template(build_dir / "template.yaml", region=REGION, table_name="chat-history").functions
+    assert len(functions) >= 10, f"only {sorted(functions)} in the built template"
+    failures = []
+    for spec in functions.values():
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "en_US.UTF-8",
+            "TZ": ":UTC",
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+            "AWS_LAMBDA_FUNCTION_NAME": spec.logical_id,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+            "LAMBDA_TASK_ROOT": str(spec.code_uri),
+            "_HANDLER": spec.handler,
+            **spec.environment,
+        }
         result = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", IMPORT_CHECK, str(function), str(layer)],
+            [python, "-I", "-S", "-c", IMPORT_CHECK, str(spec.code_uri), str(layer), spec.handler],
             env=env,
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
         )
-        assert result.returncode == 0, f"{function.name} does not import:\n{result.stderr[-2000:]}"
-        assert json.loads(result.stdout.strip().splitlines()[-1])["chat_core"].startswith(str(layer))
+        if result.returncode != 0:
+            error = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
+            failures.append((f"{spec.logical_id} ({spec.handler}): {error}", result.stderr[-2000:]))
+            continue
+        origin = json.loads(result.stdout.strip().splitlines()[-1])["chat_core"]
+        if not origin.startswith(str(layer)):
+            failures.append((f"{spec.logical_id}: chat_core came from {origin}, not the layer", ""))
+    assert not failures, (
+        f"{len(failures)} of {len(functions)} handlers do not import from the {architecture} build "
+        f"({build_dir}):\n"
+        + "\n".join(summary for summary, _ in failures)
+        + "\n\nfirst traceback:\n"
+        + failures[0][1]
+    )

@@ -1,82 +1,170 @@
-"""An optional customer-managed KMS key encrypts the table, queues and log groups, and each function may
-use it exactly as far as it needs (template.yaml, KmsKeyArn)."""
+"""An optional customer-managed KMS key (template.yaml, KmsKeyArn) encrypts the table and its stream, the
+queues and the log groups, and each function's role may use that key exactly as far as AWS documents it
+needs to: kms:Decrypt for the table and stream (read or written: DynamoDB decrypts the table key on each
+caller's behalf) and for a queue it receives from; kms:GenerateDataKey and kms:Decrypt for a queue it
+sends to. Without a key nothing of this exists: AWS-managed encryption, no KMS statement anywhere.
+
+The template is resolved for each case as CloudFormation would: parameters, conditions, Fn::If and
+AWS::NoValue; resources keep their logical ids (Ref/GetAtt stay symbolic).
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chat_local.template import load_yaml
+import pytest
+from chat_local.template import Resolver, load_yaml
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
-KEY = {"Ref": "KmsKeyArn"}
-NO_VALUE = {"Ref": "AWS::NoValue"}
-WRITE_ACTIONS = {"kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"}
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+DECRYPT = {"kms:Decrypt"}
+SEND = {"kms:GenerateDataKey", "kms:Decrypt"}
 
 
-def _resources(kind: str) -> dict[str, dict[str, Any]]:
-    resources = load_yaml(TEMPLATE)["Resources"]
+@dataclass
+class _Symbolic(Resolver):
+    """Parameters and conditions resolve; other resources stay as the Ref/GetAtt that names them."""
+
+    def ref(self, name: str) -> Any:
+        if name.startswith("AWS::") or name in self.parameters:
+            return super().ref(name)
+        return {"Ref": name}
+
+    def get_att(self, logical_id: str, attribute: str) -> Any:
+        return {"Fn::GetAtt": [logical_id, attribute]}
+
+
+def _deployed(kms_key_arn: str) -> dict[str, dict[str, Any]]:
+    """The resources CloudFormation would create with KmsKeyArn set to `kms_key_arn`, resolved."""
+    data = load_yaml(TEMPLATE)
+    parameters = {name: spec.get("Default", "") for name, spec in data["Parameters"].items()}
+    parameters.update(KmsKeyArn=kms_key_arn, JwtIssuer="https://issuer.example", JwtAudience="client")
+    resolver = _Symbolic(parameters, data["Conditions"], {}, {}, "us-east-1")
+    resources = {
+        name: resolver.resolve(resource)
+        for name, resource in data["Resources"].items()
+        if "Condition" not in resource or resolver.condition(resource["Condition"])
+    }
+    assert not resolver.unresolved, resolver.unresolved
+    return resources
+
+
+def _of_type(resources: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {name: r for name, r in resources.items() if r["Type"] == kind}
 
 
-def _only_with_key(value: Any) -> bool:
-    return value == {"Fn::If": ["HasKmsKey", KEY, NO_VALUE]}
+def _statements(resources: dict[str, dict[str, Any]], function: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every statement the function's role gets from its Policies: inline ones and managed policies of
+    this template it references (AWS managed policies by ARN or SAM policy templates carry no KMS)."""
+    statements: list[dict[str, Any]] = []
+    for policy in function["Properties"].get("Policies", []):
+        if isinstance(policy, dict) and "Ref" in policy:
+            referenced = resources[policy["Ref"]]
+            assert referenced["Type"] == "AWS::IAM::ManagedPolicy", policy
+            statements += referenced["Properties"]["PolicyDocument"]["Statement"]
+        elif isinstance(policy, dict):
+            statements += policy.get("Statement", [])
+    return statements
 
 
-def test_the_table_queues_and_log_groups_use_the_key_only_when_one_is_given() -> None:
-    """With KmsKeyArn empty nothing changes (AWS-managed encryption); with a key, each store names it."""
-    template = load_yaml(TEMPLATE)
-    assert template["Parameters"]["KmsKeyArn"]["Default"] == ""
-    assert template["Conditions"]["HasKmsKey"] == {"Fn::Not": [{"Fn::Equals": [KEY, ""]}]}
-    [table] = _resources("AWS::DynamoDB::Table").values()
-    sse = table["Properties"]["SSESpecification"]
-    assert sse["SSEEnabled"] is True
-    assert _only_with_key(sse["KMSMasterKeyId"])
-    queues = _resources("AWS::SQS::Queue")
+def _actions(statement: dict[str, Any]) -> set[str]:
+    action = statement.get("Action", [])
+    return set(action if isinstance(action, list) else [action])
+
+
+def _needs(function: dict[str, Any], statements: list[dict[str, Any]]) -> set[str]:
+    """The key actions a function's role needs, from what it does with the table and the queues."""
+    granted = set().union(*(_actions(s) for s in statements))
+    events = [e for e in function["Properties"].get("Events", {}).values()]
+    needs: set[str] = set()
+    if any(a.startswith("dynamodb:") for a in granted) or any(e["Type"] == "DynamoDB" for e in events):
+        needs |= DECRYPT
+    if any(e["Type"] == "SQS" for e in events):
+        needs |= DECRYPT
+    on_failure = [
+        e["Properties"].get("DestinationConfig", {}).get("OnFailure", {}).get("Type") for e in events
+    ]
+    if any(a.startswith("sqs:SendMessage") for a in granted) or "SQS" in on_failure:
+        needs |= SEND
+    return needs
+
+
+def test_with_a_key_the_table_queues_and_log_groups_are_encrypted_with_it() -> None:
+    """With KmsKeyArn given, the table (and so its stream and indexes), every queue and every function's
+    log group name that key."""
+    resources = _deployed(KEY)
+    [table] = _of_type(resources, "AWS::DynamoDB::Table").values()
+    assert table["Properties"]["SSESpecification"] == {
+        "SSEEnabled": True,
+        "SSEType": "KMS",
+        "KMSMasterKeyId": KEY,
+    }
+    queues = _of_type(resources, "AWS::SQS::Queue")
     assert queues
     for name, queue in queues.items():
-        assert _only_with_key(queue["Properties"]["KmsMasterKeyId"]), name
-        assert queue["Properties"]["SqsManagedSseEnabled"] == {"Fn::If": ["HasKmsKey", NO_VALUE, True]}, name
-    groups = _resources("AWS::Logs::LogGroup")
-    assert len(groups) >= len(_resources("AWS::Serverless::Function"))
+        assert queue["Properties"].get("KmsMasterKeyId") == KEY, f"queue {name} is not encrypted with the key"
+        assert "SqsManagedSseEnabled" not in queue["Properties"], name
+    groups = _of_type(resources, "AWS::Logs::LogGroup")
     for name, group in groups.items():
-        assert _only_with_key(group["Properties"]["KmsKeyId"]), name
+        assert group["Properties"].get("KmsKeyId") == KEY, f"log group {name} is not encrypted with the key"
+    functions = _of_type(resources, "AWS::Serverless::Function")
+    for name, function in functions.items():
+        log_group = function["Properties"]["LoggingConfig"]["LogGroup"]
+        assert log_group["Ref"] in groups, f"{name} logs to a group this template does not encrypt"
 
 
-def _key_policy(function: dict[str, Any]) -> str:
-    choices = [
-        p["Fn::If"][1]["Ref"]
-        for p in function["Properties"]["Policies"]
-        if isinstance(p, dict) and p.get("Fn::If", [None])[0] == "HasKmsKey"
-    ]
-    assert len(choices) == 1
-    return str(choices[0])
+def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> None:
+    """Every function that touches the table or a queue may use the key for exactly the actions that use
+    needs (decrypt; data keys only where it sends to a queue), on that key's ARN and nothing else."""
+    resources = _deployed(KEY)
+    functions = _of_type(resources, "AWS::Serverless::Function")
+    senders = set()
+    for name, function in functions.items():
+        statements = _statements(resources, function)
+        kms = [s for s in statements if any(a.startswith("kms:") for a in _actions(s))]
+        for statement in kms:
+            assert statement["Effect"] == "Allow", name
+            assert statement["Resource"] == KEY, f"{name}: KMS actions on {statement['Resource']}"
+        granted = set().union(*(_actions(s) for s in kms))
+        needs = _needs(function, statements)
+        assert needs, f"{name} touches neither the table nor a queue"
+        assert granted == needs, f"{name}: granted {sorted(granted)} on the key, needs {sorted(needs)}"
+        if "kms:GenerateDataKey" in needs:
+            senders.add(name)
+    # The stream-triggered functions send failed batches to their dead-letter queues.
+    assert senders == {"SummarizeConversationFunction", "PurgeConversationFunction"}
 
 
-def _granted(function: dict[str, Any]) -> set[str]:
-    actions: set[str] = set()
-    for policy in function["Properties"]["Policies"]:
-        for statement in policy.get("Statement", []) if isinstance(policy, dict) else []:
-            action = statement.get("Action", [])
-            actions.update(action if isinstance(action, list) else [action])
-    return actions
+def test_without_a_key_nothing_names_kms() -> None:
+    """With KmsKeyArn empty (the default) encryption stays AWS-managed, as before the parameter existed:
+    no key on the table, SQS-managed encryption on the queues, no key on the log groups, and no KMS
+    statement or policy in any role."""
+    data = load_yaml(TEMPLATE)
+    assert data["Parameters"]["KmsKeyArn"]["Default"] == ""
+    resources = _deployed("")
+    [table] = _of_type(resources, "AWS::DynamoDB::Table").values()
+    assert table["Properties"]["SSESpecification"] == {"SSEEnabled": True}
+    for name, queue in _of_type(resources, "AWS::SQS::Queue").items():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True, name
+        assert "KmsMasterKeyId" not in queue["Properties"], name
+    for name, group in _of_type(resources, "AWS::Logs::LogGroup").items():
+        assert "KmsKeyId" not in group["Properties"], name
+    for name, function in _of_type(resources, "AWS::Serverless::Function").items():
+        for policy in function["Properties"].get("Policies", []):
+            if isinstance(policy, dict) and "Ref" in policy:
+                assert policy["Ref"] in resources, f"{name} references {policy['Ref']}, absent without a key"
+    text = json.dumps(resources)
+    assert "kms:" not in text, "a KMS action is granted although no key is given"
+    assert "KmsKey" not in text, "the key parameter or a key policy is still referenced without a key"
 
 
-def test_each_function_may_use_the_key_as_far_as_it_writes() -> None:
-    """Every function gets the key's policy only when a key is given: functions that only read the table
-    may decrypt; functions that write (table, queues) may also encrypt and generate data keys."""
-    policies = _resources("AWS::IAM::ManagedPolicy")
-    statements = {name: p["Properties"]["PolicyDocument"]["Statement"] for name, p in policies.items()}
-    for name, policy in policies.items():
-        assert policy["Condition"] == "HasKmsKey", name
-        assert all(s["Resource"] == KEY for s in statements[name]), name
-    read = {a for s in statements["KmsKeyReadPolicy"] for a in s["Action"]}
-    write = {a for s in statements["KmsKeyReadWritePolicy"] for a in s["Action"]}
-    assert "kms:Decrypt" in read
-    assert not read & WRITE_ACTIONS
-    assert write >= WRITE_ACTIONS | {"kms:Decrypt"}
-    writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
-    writes |= {"sqs:SendMessage"}
-    for name, function in _resources("AWS::Serverless::Function").items():
-        expected = "KmsKeyReadWritePolicy" if _granted(function) & writes else "KmsKeyReadPolicy"
-        assert _key_policy(function) == expected, name
+@pytest.mark.parametrize("value", ["", KEY])
+def test_the_key_parameter_accepts_an_empty_value_or_a_key_arn(value: str) -> None:
+    """KmsKeyArn takes a key ARN (what log groups require; an alias would not do) or nothing."""
+    pattern = load_yaml(TEMPLATE)["Parameters"]["KmsKeyArn"]["AllowedPattern"]
+    assert re.fullmatch(pattern, value)
+    assert not re.fullmatch(pattern, "alias/chat-history")
