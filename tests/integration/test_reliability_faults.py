@@ -276,21 +276,22 @@ def patient_provider(standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_model_call_is_cut_at_the_functions_remaining_time(patient_provider: OpenAIStandin) -> None:
-    """Issue 7.3: with 4 s left and 3 s kept for storing, the call gets at most 1 s, not the 20 s
-    of LLM_TIMEOUT_SECONDS."""
-    # Given a provider that takes 5 s, and an invocation with 4 s left
-    patient_provider.set_mode("slow", slow_seconds=5.0)
-    context = LambdaContext(remaining_ms=4_000)
+    """API-2: with 7 s left and 3 s kept for storing, the call gets at most 4 s, not the 20 s of
+    LLM_TIMEOUT_SECONDS. (4 s, not less: on a busy machine the post's own work before the call must not
+    eat the whole budget, which would end the turn before the call instead of cutting it.)"""
+    # Given a provider that takes 30 s, and an invocation with 7 s left
+    patient_provider.set_mode("slow", slow_seconds=30.0)
+    context = LambdaContext(remaining_ms=7_000)
     # When a message is posted
     answer = _count(api.post("quick?", context=context), "provider faults")
     FIGURES.add("provider faults", faults=1, messages_posted=1)
-    # Then the call was cut at what was left minus the 3 s margin (at most 1 s), and the failed turn
+    # Then the call was cut at what was left minus the 3 s margin (at most 4 s), and the failed turn
     # stored (502, API-2)
     assert answer.status == 502, answer.body
     error = answer.body["assistant_message"]["error"]
     cut = re.search(r"timed out .* after (\d+\.\d)s", error["message"])
     assert cut is not None, error["message"]
-    assert 0.0 < float(cut.group(1)) <= 1.0
+    assert 0.0 < float(cut.group(1)) <= 4.0
     assert api.detail(answer.body["conversation_id"]).body["messages"][-1]["status"] == "error"
 
 
