@@ -34,20 +34,26 @@ REPEATS = 7
 PIECES = (
     ("pydantic", "pydantic (request and response models)"),
     (
-        "chat_core.schemas",
-        "chat_core.schemas: pydantic plus the service's models, each built on its first use (defer_build)",
+        "chat_core.http.schemas",
+        "chat_core.http.schemas: pydantic plus the service's models, each built on first use (defer_build)",
     ),
     (
         "aws_lambda_powertools.event_handler",
         "Powertools event handler (routing, validation): every HTTP handler",
     ),
     ("pynamodb.models", "PynamoDB: every handler that touches the table"),
-    ("chat_core.api", "chat_core.api: the handlers' resolver, error mapping and Powertools logger/metrics"),
     (
-        "chat_core.conversations",
-        "chat_core.conversations as handlers import it (the post path is imported where it is used)",
+        "chat_core.http.api",
+        "chat_core.http.api: the handlers' resolver, error mapping and Powertools logger/metrics",
     ),
-    ("chat_core.tokens", "chat_core.tokens: the estimator (tiktoken and its encodings load on first use)"),
+    (
+        "chat_core.chat.conversations",
+        "chat_core.chat.conversations as handlers import it (the post path is imported where it is used)",
+    ),
+    (
+        "chat_core.engine.tokens",
+        "chat_core.engine.tokens: the estimator (tiktoken and its encodings load on first use)",
+    ),
     ("httpx", "httpx: imported by the first call to the model, not at init"),
     (
         "aws_lambda_powertools.utilities.idempotency",
@@ -62,7 +68,7 @@ DONE = (
     "Already done for this goal: (1) chat_core.observability's LazyTracer builds Powertools' Tracer, and so "
     "imports the X-Ray SDK and patches botocore/httpx, on the first invocation instead of at import; "
     "(2) the request/response models use `defer_build`, so a handler builds only the models it validates; "
-    "(3) chat_core.conversations imports the post path (provider/httpx, window, tokens, summaries, "
+    "(3) chat_core.chat.conversations imports the post path (provider/httpx, window, tokens, summaries, "
     "resilience, Powertools idempotency, tool messages) where it is used, so read-only handlers never load "
     "it and post_message loads it on its first post; (4) `make build` ships the layer compiled "
     "(layers/chat_core/Makefile, unchecked-hash bytecode), since Lambda's read-only /opt never keeps a .pyc."
@@ -98,7 +104,7 @@ sys.stderr.flush()
 cpu_started, started = time.process_time(), time.perf_counter()
 __import__(sys.argv[1])
 elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-tokens = sys.modules.get("chat_core.tokens")
+tokens = sys.modules.get("chat_core.engine.tokens")
 print(json.dumps({
     "seconds": elapsed,
     "cpu_seconds": cpu,

@@ -9,9 +9,9 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from chat_core import tokens
-from chat_core.context import MessageContextManager
-from chat_core.window import WindowPolicy, select_window
+from chat_core.engine import tokens
+from chat_core.engine.context import MessageContextManager
+from chat_core.engine.window import WindowPolicy, select_window
 
 from bench import Section, make_history, median_seconds, ms, progress, utf8_size, verdict
 

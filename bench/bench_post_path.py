@@ -45,8 +45,8 @@ class PostRun:
 
 def _seed(client: Any, conversations: Any, length: int) -> str:
     """A conversation of `length` messages: two real turns give the item shapes, BatchWriteItem the rest."""
-    from chat_core import tokens
-    from chat_core.schemas import PostMessageIn
+    from chat_core.engine import tokens
+    from chat_core.http.schemas import PostMessageIn
     from chat_core.store.conversations import message_id_for
     from chat_core.store.keys import message_sk
 
@@ -118,7 +118,7 @@ def _set_policy(client: Any, conversation_id: str, policy: dict[str, Any] | None
 
 
 def _one_post(conversations: Any, conversation_id: str, n: int, key_prefix: str | None) -> PostRun:
-    from chat_core.schemas import PostMessageIn
+    from chat_core.http.schemas import PostMessageIn
 
     request = PostMessageIn(conversation_id=conversation_id, content=message_text(90_000 + n))
     key = f"{key_prefix}-{n}" if key_prefix else None
@@ -263,7 +263,7 @@ def run() -> list[Section]:
         "Each length is a fresh moto table from template.yaml: two real posts give the exact item shapes, "
         "then the rest of the history is written with BatchWriteItem (500-character messages, exact token "
         "counts as a post stores them; turn-log events of seeded turns are not written, and the Query "
-        "never reads them). Then real `chat_core.conversations.post_message` calls with the model stubbed "
+        "never reads them). Then real `post_message` calls with the model stubbed "
         f"(a fixed {len(REPLY)}-character completion with usage): {POSTS[10]} posts per configuration "
         "and length (median shown; the calls were the same in every post); the three "
         "configurations post one after another to the same conversation, so each post adds two messages "

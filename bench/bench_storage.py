@@ -150,7 +150,7 @@ def _read(read_window: Callable[[], Any], count: Callable[[Any], int]) -> ReadRu
 
 def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
     """Our store, the post path's functions: TransactWrite #1 and #2 per turn, one Query for the window."""
-    from chat_core import tokens
+    from chat_core.engine import tokens
     from chat_core.store import conversations as store
     from chat_core.store.keys import new_id
     from moto import mock_aws
@@ -231,7 +231,7 @@ class FixedReplyModel:
     def complete(
         self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
     ) -> Any:
-        from chat_core.provider import Completion, Usage
+        from chat_core.llm.provider import Completion, Usage
 
         self.calls += 1
         return Completion(
@@ -248,8 +248,8 @@ class FixedReplyModel:
 
 @contextlib.contextmanager
 def chat_service(model: FixedReplyModel) -> Iterator[Any]:
-    """chat_core.conversations with `model` answering and its logs/metrics kept off stdout."""
-    from chat_core import conversations
+    """chat_core.chat.conversations with `model` answering and its logs/metrics kept off stdout."""
+    from chat_core.chat import conversations
     from chat_core.observability import logger, metrics
 
     conversations._idempotent = None
@@ -271,8 +271,8 @@ def ours_posting(size: int, checkpoints: tuple[int, ...]) -> Side:
     Writes everything a real post writes (turn-log events, counters, exact token counts), so its bytes
     are what the service really sends; its time includes token counting and the window.
     """
-    from chat_core import tokens
-    from chat_core.schemas import PostMessageIn
+    from chat_core.engine import tokens
+    from chat_core.http.schemas import PostMessageIn
     from moto import mock_aws
 
     from tests.support.table import create_table

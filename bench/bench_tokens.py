@@ -1,4 +1,4 @@
-"""chat_core.tokens: estimate/approx/exact throughput, approx_tokens error, cold load of the encodings."""
+"""chat_core.engine.tokens: estimate/approx/exact throughput, approx_tokens error, cold load of encodings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from chat_core import tokens
+from chat_core.engine import tokens
 
 from bench import Section, median_seconds, ms, progress, verdict
 from tests.support.corpora import corpus, paragraph_units
@@ -134,7 +134,7 @@ _COLD = textwrap.dedent(
     """
     import json, sys, time
     t0 = time.perf_counter()
-    from chat_core import tokens
+    from chat_core.engine import tokens
     t1 = time.perf_counter()
     tokens.get_encoding(sys.argv[1])
     t2 = time.perf_counter()
@@ -167,7 +167,13 @@ def cold_load() -> Section:
         )
     return {
         "title": "TOK-3 cold load of the shipped encodings (fresh interpreter each run)",
-        "columns": ["encoding", "file", "import chat_core.tokens ms", "get_encoding ms", "first count ms"],
+        "columns": [
+            "encoding",
+            "file",
+            "import chat_core.engine.tokens ms",
+            "get_encoding ms",
+            "first count ms",
+        ],
         "rows": rows,
         "notes": (
             f"Median of {COLD_RUNS} subprocess runs each. The load reads the file, checks its SHA-256, "

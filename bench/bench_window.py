@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chat_core import tokens
-from chat_core.window import WindowPolicy, build_llm_messages, select_window
+from chat_core.engine import tokens
+from chat_core.engine.window import WindowPolicy, build_llm_messages, select_window
 
 from bench import Section, make_history, median_seconds, ms, progress
 
@@ -128,7 +128,7 @@ def run() -> list[Section]:
     notes = (
         []
         if _has_chat_counts()
-        else ["chat_core.tokens has no chat-format counter yet: select_window rows skipped."]
+        else ["chat_core.engine.tokens has no chat-format counter yet: select_window rows skipped."]
     )
     notes.append(
         f"Same history and budget ({BUDGET:,} tokens) on both sides; system prompt and newest messages kept. "

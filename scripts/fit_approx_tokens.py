@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from chat_core import tokens
+from chat_core.engine import tokens
 
 REPO = Path(__file__).resolve().parent.parent
 # The corpora and the paragraph unit are shared with the tests and `make bench`.

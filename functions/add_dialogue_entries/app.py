@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import dialogue
-from chat_core.api import build_app, caller, json_response
-from chat_core.dialogue_schemas import AddEntriesIn
+from chat_core.dialogue import entries
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.dialogue_schemas import AddEntriesIn
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()
@@ -17,7 +17,7 @@ app = build_app()
 
 @app.post("/worlds/<world_id>/dialogues/entries")
 def add_dialogue_entries(world_id: str, body: AddEntriesIn) -> Response[Any]:
-    added = dialogue.add_entries(caller(app), world_id, body.target(), body.entry_dicts())
+    added = entries.add_entries(caller(app), world_id, body.target(), body.entry_dicts())
     created = sum(1 for a in added if a.created)
     result = {
         "world_id": world_id,

@@ -7,10 +7,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import conversations
-from chat_core.api import build_app, caller, json_response
+from chat_core.chat import conversations
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.schemas import BuildWindowIn
 from chat_core.observability import logger, metrics, tracer
-from chat_core.schemas import BuildWindowIn
 
 app = build_app()
 

@@ -8,9 +8,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import conversations
-from chat_core.api import build_app, caller, json_response
-from chat_core.cursors import MAX_CURSOR_CHARS
+from chat_core.chat import conversations
+from chat_core.chat.paging import MAX_CURSOR_CHARS
+from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()

@@ -8,8 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import dialogue
-from chat_core.api import build_app, caller, json_response
+from chat_core.dialogue import entries
+from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()
@@ -21,11 +21,11 @@ def get_dialogue_history(
     participants: Annotated[
         str, Query(min_length=1, max_length=2100, description="Comma-separated participant ids, e.g. a,b")
     ],
-    limit: Annotated[int, Query(ge=0, le=dialogue.MAX_HISTORY_LIMIT)] = dialogue.DEFAULT_HISTORY_LIMIT,
+    limit: Annotated[int, Query(ge=0, le=entries.MAX_HISTORY_LIMIT)] = entries.DEFAULT_HISTORY_LIMIT,
 ) -> Response[Any]:
     owner = caller(app)
     ids = [p.strip() for p in participants.split(",")]
-    context = dialogue.get_historical_context(owner, world_id, ids, limit)
+    context = entries.get_historical_context(owner, world_id, ids, limit)
     return json_response(200, {"world_id": world_id, "limit": limit, **context.to_dict()})
 
 

@@ -8,11 +8,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import conversations
-from chat_core.api import build_app, caller
-from chat_core.cursors import MAX_CURSOR_CHARS
+from chat_core.chat import conversations
+from chat_core.chat.paging import MAX_CURSOR_CHARS
+from chat_core.engine.turnlog import JSONL_CONTENT_TYPE, to_jsonl
+from chat_core.http.api import build_app, caller
 from chat_core.observability import logger, metrics, tracer
-from chat_core.turnlog import JSONL_CONTENT_TYPE, to_jsonl
 
 app = build_app()
 

@@ -14,9 +14,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import dialogue
-from chat_core.dialogue_schemas import IngestMessageIn
+from chat_core.dialogue import entries
 from chat_core.errors import InvalidInput
+from chat_core.http.dialogue_schemas import IngestMessageIn
 from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.store.keys import is_valid_owner
 
@@ -29,7 +29,7 @@ def ingest(message: IngestMessageIn) -> dict[str, Any]:
     """Store one message's entries; returns the dialogue id and what was created."""
     if not is_valid_owner(message.owner):
         raise InvalidInput("owner must be a non-blank identity without control characters", field="owner")
-    added = dialogue.add_entries(message.owner, message.world_id, message.target(), message.entry_dicts())
+    added = entries.add_entries(message.owner, message.world_id, message.target(), message.entry_dicts())
     created = sum(1 for a in added if a.created)
     metrics.add_metric(name="DialogueEntriesStored", unit=MetricUnit.Count, value=created)
     if created < len(added):

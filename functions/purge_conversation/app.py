@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import retention
+from chat_core.chat import retention
 from chat_core.errors import InvalidInput
 from chat_core.observability import logger, metrics, tracer
 from pydantic import BaseModel, ConfigDict, ValidationError

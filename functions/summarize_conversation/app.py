@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core import summaries
+from chat_core.chat import summaries
 from chat_core.errors import InvalidInput
 from chat_core.observability import logger, metrics, tracer
 from chat_core.store.keys import is_valid_id, is_valid_owner

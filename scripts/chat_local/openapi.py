@@ -96,7 +96,7 @@ def build_openapi(
     document["servers"] = [{"url": "/"}]
     try:
         # Each operation's real statuses and bodies (201/204, the one error shape, 502, 503 ...).
-        from chat_core.responses import document_responses
+        from chat_local.responses import document_responses
 
         document_responses(document)
     except Exception as exc:  # the docs must come up even if that module cannot load

@@ -24,10 +24,10 @@ class TokenizerChoiceError(ValueError):
 
 
 class PromptCounter:
-    """Counts tokens locally with chat_core.tokens: exact tiktoken counts from the shipped encodings."""
+    """Counts tokens locally with chat_core.engine.tokens: exact tiktoken counts from shipped encodings."""
 
     def __init__(self, tokenizer_model: str | None, model: str | None) -> None:
-        from chat_core import tokens
+        from chat_core.engine import tokens
 
         self._tokens = tokens
         choice = (tokenizer_model or model or "").strip() or None

@@ -9,8 +9,8 @@ from typing import Any
 
 import botocore.client
 import pytest
-from chat_core import conversations
-from chat_core.provider import reset_provider
+from chat_core.chat import conversations
+from chat_core.llm.provider import reset_provider
 from chat_core.settings import reset_settings
 from chat_local import moto_fidelity
 from moto import mock_aws

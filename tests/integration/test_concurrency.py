@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
-from chat_core import conversations
-from chat_core.schemas import PostMessageIn
+from chat_core.chat import conversations
+from chat_core.http.schemas import PostMessageIn
 
 from tests.integration.conftest import TABLE
 from tests.support import functions as api

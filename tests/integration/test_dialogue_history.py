@@ -9,10 +9,16 @@ import boto3
 import botocore.client
 import pytest
 from boto3.dynamodb.conditions import Key
-from chat_core import dialogue
-from chat_core.dialogue import add_entry, get_historical_context, start_or_get_conversation
+from chat_core.dialogue.entries import (
+    EntryRecord,
+    add_entry,
+    get_historical_context,
+    parse_entry,
+    start_or_get_conversation,
+)
 from chat_core.errors import DialogueNotFound, InvalidGameTick, InvalidInput, MessageTooLong
 from chat_core.settings import get_settings
+from chat_core.store import dialogues as dialogue_store
 
 W = "save1"
 
@@ -29,7 +35,7 @@ def say(
     add_entry(owner, world, participants, entry)
 
 
-def contents(entries: list[dialogue.EntryRecord]) -> list[str]:
+def contents(entries: list[EntryRecord]) -> list[str]:
     return [e.content for e in entries]
 
 
@@ -92,7 +98,7 @@ def test_start_or_get_is_idempotent_and_order_insensitive(table: None) -> None:
     first = start_or_get_conversation("alice", W, ["b", "a", "c"])
     again = start_or_get_conversation("alice", W, ["c", "a", "b", "a"])
     assert first == again == "a+b+c"
-    counts = dialogue.store.participant_dialogue_counts("alice", W, ["a", "b", "c"])
+    counts = dialogue_store.participant_dialogue_counts("alice", W, ["a", "b", "c"])
     assert counts == {"a": 1, "b": 1, "c": 1}
 
 
@@ -100,13 +106,13 @@ def test_a_start_that_loses_the_race_returns_the_winners_dialogue(table: None) -
     """Concurrent StartOrGet: a creator that finds the dialogue already created (conditional write fails)
     reports it as existing, and the index counters are incremented exactly once."""
     # Given a start that has already committed
-    assert dialogue.store.create_dialogue("alice", W, ("x", "y")) is True
+    assert dialogue_store.create_dialogue("alice", W, ("x", "y")) is True
     # When a second creator, which read "absent" before the first committed, tries to create it too
-    created_again = dialogue.store.create_dialogue("alice", W, ("x", "y"))
+    created_again = dialogue_store.create_dialogue("alice", W, ("x", "y"))
     # Then its conditional transaction fails cleanly and nothing is counted twice
     assert created_again is False
     assert start_or_get_conversation("alice", W, ["y", "x"]) == "x+y"
-    assert dialogue.store.participant_dialogue_counts("alice", W, ["x", "y"]) == {"x": 1, "y": 1}
+    assert dialogue_store.participant_dialogue_counts("alice", W, ["x", "y"]) == {"x": 1, "y": 1}
 
 
 def test_history_is_ordered_by_game_tick_not_by_arrival(table: None) -> None:
@@ -267,13 +273,13 @@ def test_a_writer_with_a_stale_sequence_retries_and_loses_nothing(table: None) -
     retries at the next sequence instead of overwriting or failing; both entries keep their order."""
     # Given two writers that both read the dialogue at next_seq = 0
     start_or_get_conversation("alice", W, ["A", "B"])
-    stale = dialogue.store.get_dialogue("alice", W, "A+B")
+    stale = dialogue_store.get_dialogue("alice", W, "A+B")
     assert stale is not None
     assert stale.next_seq == 0
     # When the first commits, then the second commits with its stale read
     add_entry("alice", W, "A+B", {"participant_id": "A", "role": "user", "content": "first", "game_tick": 5})
-    new = dialogue.parse_entry({"participant_id": "B", "role": "user", "content": "second", "game_tick": 5})
-    record, created = dialogue.store.append_entry("alice", W, stale, new)
+    new = parse_entry({"participant_id": "B", "role": "user", "content": "second", "game_tick": 5})
+    record, created = dialogue_store.append_entry("alice", W, stale, new)
     # Then the second lands at seq 1, after the first, and both are there
     assert created
     assert record.seq == 1
@@ -290,7 +296,7 @@ def test_history_reads_are_queries_never_scans(table: None, dynamo_calls: Counte
     index = client.query(KeyConditionExpression=Key("pk").eq("USER#alice#WORLD#save1#P#A"))["Items"]
     sks = sorted(i["sk"] for i in index)
     assert sks == ["DLG#02#A+B", "DLG#03#A+B+C", "~STATS"]
-    supersets = list(dialogue.store.dialogues_with_more_participants("alice", W, "A", 2))
+    supersets = list(dialogue_store.dialogues_with_more_participants("alice", W, "A", 2))
     assert supersets == [("A+B+C", ("A", "B", "C"))]
     get_historical_context("alice", W, ["A", "B"])
     assert dynamo_calls["Scan"] == 0
@@ -313,7 +319,7 @@ def test_concurrent_writers_and_starters_lose_nothing(table: None, serialized_mo
     ctx = get_historical_context("alice", W, ["A", "B"], limit=20)
     assert sorted(contents(ctx.primary)) == sorted(f"m{i}" for i in range(8))
     assert [e.seq for e in ctx.primary] == list(range(8))
-    assert dialogue.store.participant_dialogue_counts("alice", W, ["A", "B"]) == {"A": 1, "B": 1}
+    assert dialogue_store.participant_dialogue_counts("alice", W, ["A", "B"]) == {"A": 1, "B": 1}
 
 
 def test_retrieval_starts_from_the_rarest_participant(table: None, monkeypatch: pytest.MonkeyPatch) -> None:

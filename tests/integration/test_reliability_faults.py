@@ -15,8 +15,8 @@ from typing import Any
 
 import boto3
 import pytest
-from chat_core import provider
-from chat_core.provider import reset_provider
+from chat_core.llm import provider
+from chat_core.llm.provider import reset_provider
 from chat_core.settings import get_settings, reset_settings
 from chat_core.store.sizes import MAX_ITEM_BYTES, item_bytes
 

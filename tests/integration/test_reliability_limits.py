@@ -15,17 +15,17 @@ import json
 from typing import Any
 
 import pytest
-from chat_core import tool_messages
-from chat_core.conversations import MAX_PINNED, MAX_PINNED_BYTES
+from chat_core.chat.conversations import MAX_PINNED, MAX_PINNED_BYTES
+from chat_core.chat.recording import cap_reply, error_reply, fit_item
+from chat_core.engine import tool_pairing
+from chat_core.engine.turnlog import TurnState
 from chat_core.errors import ProviderFailed
-from chat_core.provider import Completion, Usage, provider_response_record
-from chat_core.resilience import cap_reply, error_reply, fit_item
-from chat_core.schemas import MAX_POLICY_MESSAGES, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS
+from chat_core.http.schemas import MAX_POLICY_MESSAGES, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS
+from chat_core.llm.provider import Completion, Usage, provider_response_record
 from chat_core.settings import get_settings
 from chat_core.store.conversations import Conversation, Message, usage_map
 from chat_core.store.keys import MAX_OWNER_LENGTH, new_id
 from chat_core.store.sizes import ITEM_BUDGET_BYTES, MAX_ITEM_BYTES, model_bytes
-from chat_core.turnlog import TurnState
 
 from tests.reliability.figures import FIGURES
 from tests.reliability.leaks import assert_clean
@@ -230,8 +230,8 @@ def _tool_post(arguments: str = "{}", result: str = "ok", calls: int = 1) -> dic
 @pytest.mark.parametrize(
     ("body", "why"),
     [
-        (_tool_post(arguments="a" * (tool_messages.MAX_TOOL_ARGUMENTS_BYTES + 1)), "arguments"),
-        (_tool_post(result="r" * (tool_messages.MAX_TOOL_RESULT_BYTES + 1)), "result"),
+        (_tool_post(arguments="a" * (tool_pairing.MAX_TOOL_ARGUMENTS_BYTES + 1)), "arguments"),
+        (_tool_post(result="r" * (tool_pairing.MAX_TOOL_RESULT_BYTES + 1)), "result"),
         (_tool_post(arguments="a" * 30_000, calls=5), "one message's tool calls"),
         (_tool_post(result="r" * 30_000, calls=7), "recorded messages"),
     ],
@@ -279,7 +279,7 @@ def _calls_at_cap() -> list[dict[str, Any]]:
             "type": "function",
             "function": {"name": "n" * 64, "arguments": "{}"},
         }
-        if len(json.dumps([*calls, call])) > tool_messages.MAX_MESSAGE_TOOL_CALLS_BYTES:
+        if len(json.dumps([*calls, call])) > tool_pairing.MAX_MESSAGE_TOOL_CALLS_BYTES:
             return calls
         calls.append(call)
 

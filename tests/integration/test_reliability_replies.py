@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chat_core import conversations
+from chat_core.chat import conversations
 from chat_local import moto_fidelity
 
 from tests.reliability.faults import LOST_RESPONSE, DynamoFaults, injected

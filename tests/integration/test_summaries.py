@@ -12,10 +12,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from chat_core.chat.summaries import SUMMARY_INSTRUCTIONS
 from chat_core.errors import InvalidInput, SummaryFailed
 from chat_core.settings import reset_settings
 from chat_core.store import summaries as summary_store
-from chat_core.summaries import SUMMARY_INSTRUCTIONS
 
 from tests.reliability.faults import injected
 from tests.support import functions as api
@@ -307,7 +307,7 @@ def test_summary_input_and_length_are_capped(
 ) -> None:
     """Seed 001: the text sent for summarizing stays within SUMMARY_INPUT_MAX_TOKENS (long spans go in
     several incremental steps, oldest first) and the stored summary within SUMMARY_MAX_TOKENS."""
-    from chat_core import tokens
+    from chat_core.engine import tokens
 
     # Given tight caps and long messages
     monkeypatch.setenv("SUMMARY_INPUT_MAX_TOKENS", "500")

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from chat_core import tokens
+from chat_core.engine import tokens
 from chat_core.settings import reset_settings
 from chat_core.store import conversations as store
 

@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chat_core import conversations, provider, resilience
-from chat_core.provider import reset_provider
+from chat_core.chat import conversations, recording
+from chat_core.engine.turnlog import LogEvent
+from chat_core.llm import provider
+from chat_core.llm.provider import reset_provider
 from chat_core.settings import get_settings, reset_settings
 from chat_core.store import conversations as store
 from chat_core.store.conversations import Message
-from chat_core.turnlog import LogEvent
 
 from tests.reliability.faults import DynamoFaults, injected
 from tests.support import functions as api
@@ -197,9 +198,9 @@ def test_issue7_3_repairing_twice_writes_nothing_twice(
     stale = store.read_recent("alice", conversation_id, 10)
     assert stale.conversation is not None
     # When the repair runs twice from that read
-    first = resilience.repair_abandoned(stale.conversation, stale.messages, get_settings())
+    first = recording.repair_abandoned(stale.conversation, stale.messages, get_settings())
     log_after_first = full_log(conversation_id)
-    second = resilience.repair_abandoned(stale.conversation, stale.messages, get_settings())
+    second = recording.repair_abandoned(stale.conversation, stale.messages, get_settings())
     # Then the first closed the turn and the second wrote nothing
     assert (first, second) == (1, 0)
     assert full_log(conversation_id) == log_after_first
@@ -330,7 +331,7 @@ def test_issue7_3_a_repair_from_a_stale_read_keeps_a_newer_turns_pending_tool_ca
     assert api.detail(conversation_id).body["pending_tool_calls"] == [{"id": CALL_ID, "name": "get_weather"}]
     # When the repair runs from the stale read
     _abandon_after(monkeypatch, 0)
-    assert resilience.repair_abandoned(stale.conversation, stale.messages, get_settings()) == 1
+    assert recording.repair_abandoned(stale.conversation, stale.messages, get_settings()) == 1
     # Then turn 1 is ended, and turn 2 still waits for its result
     turns = _types_by_turn(full_log(conversation_id))
     assert turns[1][-2:] == ["assistant", "turn_end"]

@@ -34,7 +34,7 @@ def _held_by_chat_core() -> int:
 
 def measure(posts: int, *, every: int = 100, conversations: int = 10) -> list[Sample]:
     """Post `posts` messages round-robin into `conversations` conversations; sample every `every` posts."""
-    from chat_core.provider import reset_provider
+    from chat_core.llm.provider import reset_provider
     from chat_core.settings import reset_settings
     from chat_local import moto_fidelity
     from moto import mock_aws

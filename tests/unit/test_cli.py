@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from chat_core import tokens
+from chat_core.engine import tokens
 from chat_local import cli
 from chat_local.client import ServerUnreachable, _error_from
 from chat_local.history import FIELDS, JsonlHistorySink, make_event, read_events

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from chat_core.context import MessageContextManager
+from chat_core.engine.context import MessageContextManager
+from chat_core.engine.tokens import count_message_tokens
+from chat_core.engine.window import TOKEN_BUDGET
 from chat_core.errors import InvalidInput
-from chat_core.tokens import count_message_tokens
-from chat_core.window import TOKEN_BUDGET
 
 
 def manager(**changes: Any) -> MessageContextManager:

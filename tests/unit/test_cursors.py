@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from chat_core.cursors import decode_cursor, encode_cursor
+from chat_core.chat.paging import decode_cursor, encode_cursor
 from chat_core.errors import InvalidCursor
 from chat_core.settings import Settings
 

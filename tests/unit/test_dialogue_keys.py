@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from chat_core.dialogue import parse_entry
+from chat_core.dialogue.entries import parse_entry
 from chat_core.errors import InvalidGameTick, InvalidInput, MessageTooLong
 from chat_core.store.dialogues import (
     EntryRecord,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from chat_core.errors import InvalidGameTick, InvalidInput
-from chat_core.gametime import (
+from chat_core.dialogue.gametime import (
     RIMWORLD,
     RIMWORLD_ZH,
     TICKS,
@@ -17,6 +16,7 @@ from chat_core.gametime import (
     get_calendar,
     register_calendar,
 )
+from chat_core.errors import InvalidGameTick, InvalidInput
 
 DAY = 60_000
 HOUR = 2_500

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chat_core.model_config import DEFAULT_LIMITS, model_context, prompt_token_budget
+from chat_core.engine.models import DEFAULT_LIMITS, model_context, prompt_token_budget
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from chat_core.dialogue import HistoricalContext
+from chat_core.dialogue.entries import HistoricalContext
+from chat_core.dialogue.prompt import CurrentLine, PromptBuildConfig, build_structured_prompt, openai_name
+from chat_core.engine.window import WindowPolicy, count_window_tokens
 from chat_core.errors import InvalidInput
-from chat_core.prompt import CurrentLine, PromptBuildConfig, build_structured_prompt, openai_name
 from chat_core.store.dialogues import EntryRecord
-from chat_core.window import WindowPolicy, count_window_tokens
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -333,7 +333,7 @@ def test_budget_equal_to_the_full_prompt_keeps_everything(method: str) -> None:
 
 def test_exact_tokens_used_matches_the_tokenizer() -> None:
     """With token_method=exact (the default), tokens_used is the tiktoken chat-format count (TOK-4)."""
-    from chat_core import tokens
+    from chat_core.engine import tokens
 
     payload = build_structured_prompt(config(token_method="exact"), history=zorg_history())
     assert payload.stats.tokens_used == tokens.count_chat_tokens(payload.messages, method="exact")

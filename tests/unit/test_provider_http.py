@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from chat_core.errors import ProviderFailed
-from chat_core.provider import (
+from chat_core.llm.provider import (
     MAX_RECORDED_BODY_BYTES,
     ChatProvider,
     OpenAICompatibleProvider,

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chat_core import tokens
-from chat_core.provider import (
+from chat_core.engine import tokens
+from chat_core.llm.provider import (
     OFFLINE_MODEL_NAME,
     OFFLINE_REPLY_PREFIX,
     ChatProvider,

@@ -8,7 +8,7 @@ merged forward) must stay within a looser band, PARAGRAPH_BAND: short texts have
 from __future__ import annotations
 
 import pytest
-from chat_core import tokens
+from chat_core.engine import tokens
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from chat_core import tokens
+from chat_core.engine import tokens
 from chat_core.errors import InvalidInput
 from hypothesis import given
 from hypothesis import strategies as st

@@ -16,7 +16,7 @@ import pytest
 import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
-from chat_core import tokens
+from chat_core.engine import tokens
 from chat_core.errors import TokenizerUnavailable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_tok3_loads_lazily_with_no_network_cache_or_environment(tmp_path: Path) 
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
 
-        from chat_core import tokens
+        from chat_core.engine import tokens
         assert "tiktoken" not in sys.modules, "import must not load tiktoken"
         assert tokens._loaded == {}, "import must not load an encoding"
         print(tokens.count_tokens("hello world", "gpt-4"), tokens.count_tokens("hello world", "gpt-4o"))

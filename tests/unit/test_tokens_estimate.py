@@ -1,6 +1,6 @@
 """TOK-1: the byte-based estimate that other code relies on exactly."""
 
-from chat_core.tokens import estimate_message_tokens
+from chat_core.engine.tokens import estimate_message_tokens
 from hypothesis import given
 from hypothesis import strategies as st
 

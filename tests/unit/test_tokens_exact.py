@@ -11,7 +11,7 @@ import pytest
 import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
-from chat_core import tokens
+from chat_core.engine import tokens
 from chat_core.settings import reset_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

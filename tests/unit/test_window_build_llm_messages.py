@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from chat_core.tokens import estimate_message_tokens
-from chat_core.window import build_llm_messages
+from chat_core.engine.tokens import estimate_message_tokens
+from chat_core.engine.window import build_llm_messages
 
 
 def test_seed000_s1_standard_multiturn_assembly() -> None:

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from chat_core.tokens import count_chat_tokens
-from chat_core.window import (
+from chat_core.engine.tokens import count_chat_tokens
+from chat_core.engine.window import (
     INCOMPLETE_TOOL_CALL,
     MAX_MESSAGES,
     ORPHAN_TOOL_RESULT,

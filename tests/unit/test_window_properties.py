@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chat_core.context import MessageContextManager
+from chat_core.engine.context import MessageContextManager
+from chat_core.engine.window import WindowPolicy, message_text, select_window
 from chat_core.errors import InvalidInput
-from chat_core.window import WindowPolicy, message_text, select_window
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat_core.window import MAX_CHARS, MAX_MESSAGES, SEED_003_POLICY, select_window
+from chat_core.engine.window import MAX_CHARS, MAX_MESSAGES, SEED_003_POLICY, select_window
 
 SYSTEM = {"role": "system", "content": "You are helpful. " * 100}  # 1700 characters, never counted
 

@@ -22,6 +22,7 @@ from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
+from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
@@ -36,7 +37,6 @@ from chat_core.store.keys import (
     owner_pk,
 )
 from chat_core.store.summaries import Summary
-from chat_core.turnlog import LogEvent
 
 
 class UsageMap(MapAttribute[str, Any]):

@@ -12,9 +12,9 @@ from typing import Any
 
 from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute
 
+from chat_core.engine.turnlog import LogEvent
 from chat_core.store.base import TableItem
 from chat_core.store.keys import SEQ_WIDTH, conversation_pk
-from chat_core.turnlog import LogEvent
 
 EVENT_SK_PREFIX = "EVT#"
 SESSION_END_SK = f"{EVENT_SK_PREFIX}~END"

@@ -10,12 +10,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
+from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import Conversation, Message
 from chat_core.store.events import EVENT_SK_PREFIX, SESSION_END_SK, EventItem
-from chat_core.turnlog import LogEvent
 
 #: How far back (newest events first) a repair looks for the turn of an interrupted post. An abandoned
 #: turn is one of the newest; past this the reply is still closed, without its turn_end.

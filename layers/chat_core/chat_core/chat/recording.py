@@ -18,17 +18,17 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from chat_core import turnlog
+from chat_core.engine import turnlog
+from chat_core.engine.tool_pairing import MAX_MESSAGE_TOOL_CALLS_BYTES
+from chat_core.engine.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 from chat_core.errors import ProviderFailed, StoreUnavailable
-from chat_core.limits import utf8_bytes
+from chat_core.http.limits import utf8_bytes
+from chat_core.llm.provider import MAX_RECORDED_BODY_BYTES, Completion
 from chat_core.observability import MetricUnit, logger, metrics
-from chat_core.provider import MAX_RECORDED_BODY_BYTES, Completion
 from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes
 from chat_core.store.base import contention_backoff as contention_backoff
 from chat_core.store.conversations import Conversation, Message, message_id_for, usage_map
-from chat_core.tool_messages import MAX_MESSAGE_TOOL_CALLS_BYTES
-from chat_core.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 
 _SHRUNK_BODY_BYTES: Final = 8 * 1024
 _MAX_ERROR_MESSAGE_CHARS: Final = 2000

@@ -1,6 +1,6 @@
 """Request bodies of the dialogue-memory API (seed 004) as pydantic models, validated at the edge.
 
-They check shape and types (unknown fields are an error); `chat_core.dialogue` and `chat_core.prompt`
+They check shape and types (unknown fields are an error); `dialogue.entries` and `dialogue.prompt`
 check meaning (id characters, tick range, speaker membership, content length) and say what is wrong.
 """
 
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from chat_core.dialogue import MAX_ENTRIES_PER_REQUEST
+from chat_core.dialogue.entries import MAX_ENTRIES_PER_REQUEST
 from chat_core.store.dialogues import (
     MAX_ENTRY_ID_CHARS,
     MAX_NAME_CHARS,

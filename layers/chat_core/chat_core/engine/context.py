@@ -8,9 +8,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chat_core.errors import InvalidInput
-from chat_core.model_config import ModelContext, model_context
-from chat_core.window import (
+from chat_core.engine.models import ModelContext, model_context
+from chat_core.engine.window import (
     OPENAI_KEYS,
     DroppedMessage,
     MessageCounter,
@@ -22,6 +21,7 @@ from chat_core.window import (
     to_openai,
     trim_oldest,
 )
+from chat_core.errors import InvalidInput
 
 Strategy = Literal["fifo", "sliding_window"]
 STRATEGIES: tuple[str, ...] = ("fifo", "sliding_window")
@@ -192,7 +192,7 @@ class MessageContextManager:
     The limit is the model's prompt budget (WIN-4: `context_length` minus the reply reserve, which is
     the configured `max_tokens` or 20%). Each message is counted once, when added (a count stored under
     "tokens" is reused); totals are kept running, so `add` is O(1) and trimming costs O(messages dropped).
-    Selection and trimming are the window engine's (`chat_core.window`), walked from the oldest end.
+    Selection and trimming are the window engine's (`chat_core.engine.window`), walked from the oldest end.
 
     - The system prompt is locked: never trimmed, not part of the trimmable set. Later system messages
       and messages flagged "pinned" (or "important") are kept too, in their place.

@@ -12,7 +12,7 @@ Layout of the payload, in send order:
      "user"; each content starts with the readable game time, each message has an OpenAI-valid `name`;
   5. optionally the current line (`current`), always kept.
 
-Budget: one selection engine (`chat_core.window.select_window`), two passes. Pass 1 fits system, context
+Budget: one selection engine (`engine.window.select_window`), two passes. Pass 1 fits system, context
 (as a pinned message) and the primary history (newest contiguous run) into the budget. Pass 2 fits the
 background lines into what is left, newest first: the header costs a full message, each line only its
 own tokens (stored as the line's "tokens", which the engine reuses). Exact counts add up to the
@@ -31,16 +31,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from chat_core.dialogue import HistoricalContext, get_dialogue_entries, get_historical_context, validate_limit
+from chat_core.dialogue.entries import (
+    HistoricalContext,
+    get_dialogue_entries,
+    get_historical_context,
+    validate_limit,
+)
+from chat_core.dialogue.gametime import Calendar, QuadrumCalendar, check_tick, get_calendar
+from chat_core.engine.window import WindowPolicy, WindowStats, count_window_tokens, select_window
 from chat_core.errors import InvalidInput
-from chat_core.gametime import Calendar, QuadrumCalendar, check_tick, get_calendar
 from chat_core.store.dialogues import (
     EntryRecord,
     normalize_participants,
     validate_participant_id,
     validate_world_id,
 )
-from chat_core.window import WindowPolicy, WindowStats, count_window_tokens, select_window
 
 Method = Literal["estimate", "approx", "exact"]
 Language = Literal["en", "zh"]

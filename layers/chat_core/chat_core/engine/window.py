@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
-from chat_core import tokens as token_counting
-from chat_core.tokens import estimate_message_tokens
+from chat_core.engine import tokens as token_counting
+from chat_core.engine.tokens import estimate_message_tokens
 
 Method = Literal["estimate", "approx", "exact"]
 MessageCounter = Callable[[Mapping[str, Any]], int]
@@ -116,7 +116,7 @@ class WindowPolicy:
         cls, model: str | None, *, overrides: Mapping[str, Any] | None = None, **changes: Any
     ) -> WindowPolicy:
         """A policy whose token budget is the model's context length minus the output reserve (WIN-4)."""
-        from chat_core.model_config import model_context
+        from chat_core.engine.models import model_context
 
         ctx = model_context(model, overrides)
         base: dict[str, Any] = {

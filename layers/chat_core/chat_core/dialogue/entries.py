@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from chat_core.dialogue.gametime import check_tick
 from chat_core.errors import (
     Conflict,
     DialogueNotFound,
@@ -22,7 +23,6 @@ from chat_core.errors import (
     MessageTooLong,
     WorldNotEmpty,
 )
-from chat_core.gametime import check_tick
 from chat_core.settings import get_settings
 from chat_core.store import dialogues as store
 from chat_core.store.dialogues import (

@@ -15,10 +15,11 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import httpx
 
-from chat_core import __version__, tokens
+from chat_core import __version__
+from chat_core.engine import tokens
+from chat_core.engine.text import repaired, repaired_value
 from chat_core.errors import ChatError, ProviderFailed
 from chat_core.settings import Settings, get_settings
-from chat_core.text import repaired, repaired_value
 
 FailureKind = Literal["http_error", "timeout", "malformed", "connection", "too_large", "configuration"]
 

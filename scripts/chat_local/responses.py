@@ -13,10 +13,9 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from chat_core.http.api import MAX_IDEMPOTENCY_KEY_CHARS
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
-
-from chat_core.api import MAX_IDEMPOTENCY_KEY_CHARS
 
 
 class _Out(BaseModel):

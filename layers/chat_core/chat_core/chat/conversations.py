@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from chat_core import turnlog
-from chat_core.cursors import decode_cursor, encode_cursor
+from chat_core.chat.paging import decode_cursor, encode_cursor
+from chat_core.engine import turnlog
+from chat_core.engine.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 from chat_core.errors import (
     ConversationBusy,
     ConversationNotFound,
@@ -39,14 +40,13 @@ from chat_core.store.keys import (
     owner_pk,
 )
 from chat_core.store.summaries import Summary
-from chat_core.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
-    from chat_core.provider import ChatProvider, Completion
-    from chat_core.schemas import BuildWindowIn, CreateConversationIn, PostMessageIn, WindowPolicyIn
-    from chat_core.window import WindowPolicy, WindowResult
+    from chat_core.engine.window import WindowPolicy, WindowResult
+    from chat_core.http.schemas import BuildWindowIn, CreateConversationIn, PostMessageIn, WindowPolicyIn
+    from chat_core.llm.provider import ChatProvider, Completion
 
 # Cold start (issue 8): the model provider (httpx), the window engine and token counting, summaries,
 # resilience, tool messages, the request models and Powertools idempotency are imported by the functions
@@ -111,7 +111,7 @@ def _not_found(conversation_id: str) -> ConversationNotFound:
 
 def _count(message: Mapping[str, Any], model: str) -> int:
     """TOK-5: the exact chat-format count of one message, computed once at write time."""
-    from chat_core import tokens
+    from chat_core.engine import tokens
 
     return int(tokens.count_message_tokens(message, method="exact", model=model))
 
@@ -122,7 +122,7 @@ def _policy_dict(policy: WindowPolicyIn | None) -> dict[str, Any] | None:
 
 def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
     """The conversation's window policy: WIN-2 by default, else its own within the model's context."""
-    from chat_core.window import SEED_003_POLICY, WindowPolicy
+    from chat_core.engine.window import SEED_003_POLICY, WindowPolicy
 
     if not stored:
         return SEED_003_POLICY
@@ -142,8 +142,8 @@ def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
 
 def _history_reach(stored: Mapping[str, Any] | None) -> int:
     """How many newest messages the window can ever use, i.e. the Query's Limit minus the meta item."""
-    from chat_core.schemas import MAX_POLICY_MESSAGES
-    from chat_core.window import SEED_003_POLICY
+    from chat_core.engine.window import SEED_003_POLICY
+    from chat_core.http.schemas import MAX_POLICY_MESSAGES
 
     if not stored:
         return int(SEED_003_POLICY.max_messages or 10)
@@ -275,20 +275,20 @@ def post_message(
         IdempotencyValidationError,
     )
 
-    from chat_core import tool_messages
+    from chat_core.engine import tool_pairing
 
     settings = get_settings()
     if request.content is not None:
         check_content(request.content, settings)
     recorded = request.recorded()
-    tool_messages.check_sizes(recorded)
+    tool_pairing.check_sizes(recorded)
     if request.conversation_id is not None:
         _check_id(request.conversation_id)
     else:
         # A new conversation has no pending tool calls: everything can be checked before any I/O.
         if request.content is None:
             raise InvalidInput("content is required to start a conversation", field="content")
-        tool_messages.pair_results(recorded, [])
+        tool_pairing.pair_results(recorded, [])
     if idempotency_key is None:
         try:
             return _post(owner, request, context, settings)
@@ -377,7 +377,7 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
     """
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 
-    from chat_core.schemas import PostMessageIn
+    from chat_core.http.schemas import PostMessageIn
     from chat_core.store import idempotency as idempotency_store
 
     config = IdempotencyConfig(
@@ -414,7 +414,7 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
 
 @tracer.capture_method(capture_response=False)
 def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) -> PostOutcome:
-    from chat_core import resilience
+    from chat_core.chat import recording
 
     if request.conversation_id is None:
         turn = _start_conversation(owner, request, settings)
@@ -436,9 +436,9 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
         tail_from_seq=turn.tail_from_seq,
     )
     # A reply too large for its item is stored as an error turn (502) instead (issue 7).
-    completion, failure = resilience.cap_reply(*_ask_model(window.result, turn.model, context), settings)
+    completion, failure = recording.cap_reply(*_ask_model(window.result, turn.model, context), settings)
     assistant, reported, local = _reply_message(owner, turn, window.prompt_tokens, completion, failure)
-    resilience.fit_item(assistant)
+    recording.fit_item(assistant)
     # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there.
     written = turn.recorder.state.to_json()
     open_turn = _record_answer(turn, assistant, completion, failure, reported, local)
@@ -456,7 +456,7 @@ def _post(owner: str, request: PostMessageIn, context: Any, settings: Settings) 
     except (StoreUnavailable, store.ReplySlotTaken) as exc:
         # The user message is stored already: end the turn as an error rather than leave it open, and
         # hand the caller the reply the model gave, saying it was not saved.
-        resilience.close_failed_turn(
+        recording.close_failed_turn(
             turn.conversation, assistant, exc, turn=written, turn_on_item=turn.resumed
         )
         body = _post_body(conversation_id, turn.recorded, turn.user, assistant)
@@ -542,7 +542,7 @@ def _recorded_messages(
     model: str,
 ) -> list[Message]:
     """Message items for the tool messages a post records, from `first_seq` on (TOK-4 counts at write)."""
-    from chat_core.window import OPENAI_KEYS
+    from chat_core.engine.window import OPENAI_KEYS
 
     items = []
     for offset, (message, name) in enumerate(zip(recorded, names, strict=True)):
@@ -576,7 +576,7 @@ def _record_client_steps(
 
 
 def _session_start(conversation: Conversation, settings: Settings) -> LogEvent:
-    from chat_core import tokens
+    from chat_core.engine import tokens
 
     model = conversation.model
     return turnlog.session_start(
@@ -593,13 +593,13 @@ def _session_start(conversation: Conversation, settings: Settings) -> LogEvent:
 
 def _start_conversation(owner: str, request: PostMessageIn, settings: Settings) -> _Turn:
     """First message without an id: conversation, messages and events in one TransactWrite (API-1)."""
-    from chat_core import tool_messages
+    from chat_core.engine import tool_pairing
 
     assert request.content is not None  # checked by post_message before any I/O
     model = request.model or settings.llm_model
     conversation_id = new_id()
     recorded_in = request.recorded()
-    names = tool_messages.pair_results(recorded_in, [])
+    names = tool_pairing.pair_results(recorded_in, [])
     recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
     user = _user_message(owner, conversation_id, 1 + len(recorded), request.content, model)
     title = " ".join(request.content.split())[:TITLE_FROM_MESSAGE_CHARS] or None
@@ -707,7 +707,8 @@ def _append_to_conversation(
     them, so concurrent posters never queue behind one another; a post of tool results re-reads and
     retries (it must see the turn's state). Either way the wait is bounded by `_wait_deadline`.
     """
-    from chat_core import resilience, tool_messages
+    from chat_core.chat import recording
+    from chat_core.engine import tool_pairing
 
     conversation_id = str(request.conversation_id)
     recorded_in = request.recorded()
@@ -718,7 +719,7 @@ def _append_to_conversation(
         assert conversation is not None
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
-            resilience.repair_abandoned(conversation, recent.messages, settings)
+            recording.repair_abandoned(conversation, recent.messages, settings)
         state, pending = _pending_calls(conversation, recent.messages)
         if pending and request.content is not None:
             ids = ", ".join(call["id"] for call in pending)
@@ -729,7 +730,7 @@ def _append_to_conversation(
             )
         if not pending and request.content is None:
             raise InvalidInput("content is required: no tool calls are waiting for results", field="content")
-        names = tool_messages.pair_results(recorded_in, pending)
+        names = tool_pairing.pair_results(recorded_in, pending)
         model = request.model or conversation.model
         if attempt > 0 and not pending:
             return _reserve_turn(owner, request, recent, names, model, deadline)
@@ -771,7 +772,7 @@ def _append_to_conversation(
             )
         except store.SequenceConflict:
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
-            pause = resilience.contention_backoff(attempt)
+            pause = recording.contention_backoff(attempt)
             if time.monotonic() + pause >= deadline:
                 break
             time.sleep(pause)
@@ -805,7 +806,7 @@ def _reserve_turn(
     Only a store that applies updates non-atomically can hand two posts the same slots; the loser's
     write fails its conditions and it reserves again, until the deadline.
     """
-    from chat_core import resilience
+    from chat_core.chat import recording
 
     conversation = recent.conversation
     assert conversation is not None
@@ -818,7 +819,7 @@ def _reserve_turn(
             slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
         except StoreUnavailable:
             # A transaction on the conversation item at the same moment (TransactionConflict): retry.
-            pause = resilience.contention_backoff(attempt)
+            pause = recording.contention_backoff(attempt)
             if time.monotonic() + pause >= deadline:
                 raise
             time.sleep(pause)
@@ -839,7 +840,7 @@ def _reserve_turn(
                 open_turn=_turn_state_to_catch_up(unreconciled),
             )
         except store.SequenceConflict:
-            pause = resilience.contention_backoff(attempt)
+            pause = recording.contention_backoff(attempt)
             if time.monotonic() + pause >= deadline:
                 break
             time.sleep(pause)
@@ -905,7 +906,7 @@ def _pinned_messages(
 
 
 def _room_for_tail(policy: WindowPolicy, tail: Sequence[Mapping[str, Any]]) -> WindowPolicy:
-    from chat_core.window import message_text
+    from chat_core.engine.window import message_text
 
     """The policy for the history before `tail`, which is always sent (like the current message is)."""
     changes: dict[str, Any] = {}
@@ -946,8 +947,9 @@ def _window(
     a post of tool results (`tail_from_seq`), the tool calls and their results are sent whole in place of
     a current message, and the history before them fills what room is left.
     """
-    from chat_core import summaries, tokens
-    from chat_core.window import WindowResult, select_window, to_openai
+    from chat_core.chat import summaries
+    from chat_core.engine import tokens
+    from chat_core.engine.window import WindowResult, select_window, to_openai
 
     policy = window_policy(policy_override or conversation.window_policy, model)
     system = None
@@ -987,8 +989,8 @@ def _window(
 
 
 def get_provider() -> ChatProvider:
-    """The process's model provider (`chat_core.provider`, imported on the first model call)."""
-    from chat_core.provider import get_provider as provider
+    """The process's model provider (`chat_core.llm.provider`, imported on the first model call)."""
+    from chat_core.llm.provider import get_provider as provider
 
     return provider()
 
@@ -1005,7 +1007,7 @@ def _store_deadline(context: Any) -> float:
 def _ask_model(
     window: WindowResult, model: str, context: Any
 ) -> tuple[Completion | None, ProviderFailed | None]:
-    from chat_core.provider import time_budget_from_context
+    from chat_core.llm.provider import time_budget_from_context
 
     budget = time_budget_from_context(context, safety_margin_s=STORE_MARGIN_S)
     started = time.monotonic()
@@ -1058,7 +1060,7 @@ def _reply_message(
         reply.local_usage = usage_map(local_prompt, 0, local_prompt)
         reply.error = {"message": failure.message, "provider_response": failure.provider_response}
         return reply, (0, 0, 0), (local_prompt, 0)
-    from chat_core import tokens
+    from chat_core.engine import tokens
 
     usage = completion.usage
     calls = completion.tool_calls or None
@@ -1215,7 +1217,7 @@ def delete_conversation(owner: str, conversation_id: str) -> None:
 
 def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
     """POST /conversations/{id}/window: the window a post of `content` would send; no model call, no write."""
-    from chat_core import summaries
+    from chat_core.chat import summaries
 
     check_content(request.content)
     _check_id(conversation_id)
@@ -1330,9 +1332,9 @@ def pin_message(owner: str, conversation_id: str, message_id: str, pinned: bool)
         try:
             store.set_pinned(conversation, message, pinned, entries)
         except store.PinConflict:
-            from chat_core import resilience
+            from chat_core.chat import recording
 
-            time.sleep(resilience.contention_backoff(attempt))
+            time.sleep(recording.contention_backoff(attempt))
             continue
         message.pinned = pinned
         logger.info("message pinned" if pinned else "message unpinned", conversation_id=conversation_id)

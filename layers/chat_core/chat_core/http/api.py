@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
-from chat_core import limits
+from chat_core.engine.text import invalid_text_field
 from chat_core.errors import (
     ChatError,
     ConversationBusy,
@@ -28,11 +28,11 @@ from chat_core.errors import (
     StoreUnavailable,
     Unauthorized,
 )
+from chat_core.http import limits
 from chat_core.observability import logger
 from chat_core.settings import get_settings
 from chat_core.store.base import transient_cause
 from chat_core.store.keys import is_valid_owner
-from chat_core.text import invalid_text_field
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
 _MAX_REPORTED_ERRORS = 10

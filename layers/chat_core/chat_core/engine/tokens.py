@@ -52,7 +52,7 @@ def estimate_message_tokens(text: str) -> int:
 
 # ---------------------------------------------------------------------------------- TOK-3 encodings
 
-ENCODINGS_DIR: Final = Path(__file__).resolve().parent / "encodings"
+ENCODINGS_DIR: Final = Path(__file__).resolve().parent.parent / "encodings"
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,17 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from chat_core import tokens
+from chat_core.engine import tokens
+from chat_core.engine.window import WindowResult, select_window
 from chat_core.errors import ProviderFailed, StoreUnavailable, SummaryFailed
+from chat_core.llm.provider import get_provider, time_budget_from_context
 from chat_core.observability import MetricUnit, logger, metrics
-from chat_core.provider import get_provider, time_budget_from_context
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store
 from chat_core.store import summaries as store
 from chat_core.store.conversations import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
 from chat_core.store.summaries import Summary, SummarySuperseded
-from chat_core.window import WindowResult, select_window
 
 #: The id a summary carries in window stats (`dropped` refs, when it does not fit).
 SUMMARY_REF = "summary"
@@ -129,7 +129,7 @@ def pending_span(
     place and an empty prospective message. `recent` are the newest messages (oldest first), as many as
     the window can reach. None when nothing has fallen out beyond the summary.
     """
-    from chat_core.conversations import window_policy  # the post path imports this module
+    from chat_core.chat.conversations import window_policy  # the post path imports this module
 
     covered = int(summary.to_seq) if summary is not None else 0
     usable = [m for m in after_summary(recent, summary) if m.status == "ok"]
@@ -282,7 +282,7 @@ def build_request(
 
 def _read(owner: str, conversation_id: str) -> conversation_store.Recent:
     """The conversation, its summary and as many newest messages as its window can reach."""
-    from chat_core.schemas import MAX_POLICY_MESSAGES
+    from chat_core.http.schemas import MAX_POLICY_MESSAGES
 
     recent = conversation_store.read_recent(owner, conversation_id, _FIRST_READ)
     conversation = recent.conversation

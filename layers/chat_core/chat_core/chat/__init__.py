@@ -1,0 +1,1 @@
+"""Conversations: one module per operation (reads, the post, pins, summaries, retention)."""
