@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import assembly
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import BuildWindowIn
 from chat_core.observability import logger, metrics, tracer
@@ -17,7 +17,7 @@ app = build_app()
 
 @app.post("/conversations/<conversation_id>/window")
 def build_window(conversation_id: str, body: BuildWindowIn) -> Response[Any]:
-    return json_response(200, conversations.build_window(caller(app), conversation_id, body))
+    return json_response(200, assembly.build_window(caller(app), conversation_id, body))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

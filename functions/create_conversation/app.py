@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import create
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import CreateConversationIn
 from chat_core.observability import logger, metrics, tracer
@@ -17,7 +17,7 @@ app = build_app()
 
 @app.post("/conversations")
 def create_conversation(body: CreateConversationIn) -> Response[Any]:
-    return json_response(201, conversations.create_conversation(caller(app), body))
+    return json_response(201, create.create_conversation(caller(app), body))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import delete
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
 
@@ -16,7 +16,7 @@ app = build_app()
 
 @app.delete("/conversations/<conversation_id>")
 def delete_conversation(conversation_id: str) -> Response[Any]:
-    conversations.delete_conversation(caller(app), conversation_id)
+    delete.delete_conversation(caller(app), conversation_id)
     return json_response(204, None)
 
 

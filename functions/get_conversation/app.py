@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import reads
 from chat_core.chat.paging import MAX_CURSOR_CHARS
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
@@ -22,7 +22,7 @@ def get_conversation(
     limit: Annotated[int, Query(ge=1, le=200)] = 100,
     cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
 ) -> Response[Any]:
-    detail = conversations.get_conversation(caller(app), conversation_id, limit=limit, cursor=cursor)
+    detail = reads.get_conversation(caller(app), conversation_id, limit=limit, cursor=cursor)
     return json_response(200, detail)
 
 

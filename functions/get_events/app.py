@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import reads
 from chat_core.chat.paging import MAX_CURSOR_CHARS
 from chat_core.engine.turnlog import JSONL_CONTENT_TYPE, to_jsonl
 from chat_core.http.api import build_app, caller
@@ -24,7 +24,7 @@ def get_events(
     cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
     turn: Annotated[int | None, Query(ge=0, le=9_999_999_999, description="Only this turn's events")] = None,
 ) -> Response[Any]:
-    page = conversations.list_events(caller(app), conversation_id, limit=limit, cursor=cursor, turn=turn)
+    page = reads.list_events(caller(app), conversation_id, limit=limit, cursor=cursor, turn=turn)
     # The next page's cursor rides in a header so every line of the body stays one event.
     headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else None
     return Response(

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import reads
 from chat_core.chat.paging import MAX_CURSOR_CHARS
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
@@ -21,7 +21,7 @@ def list_conversations(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
 ) -> Response[Any]:
-    return json_response(200, conversations.list_conversations(caller(app), limit=limit, cursor=cursor))
+    return json_response(200, reads.list_conversations(caller(app), limit=limit, cursor=cursor))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

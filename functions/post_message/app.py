@@ -7,9 +7,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import post
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import PostMessageIn
+from chat_core.http.statuses import post_status
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()
@@ -17,12 +18,12 @@ app = build_app()
 
 @app.post("/messages")
 def post_message(body: PostMessageIn) -> Response[Any]:
-    outcome = conversations.post_message(
+    outcome = post.post_message(
         caller(app), body, idempotency_key=idempotency_key(app), context=app.lambda_context
     )
     # 503 reply_not_stored carries the model's reply; Retry-After as on every "try again" answer.
-    headers = retry_after_header() if outcome.status == 503 else None
-    return json_response(outcome.status, outcome.body, headers)
+    headers = retry_after_header() if not outcome.reply_stored else None
+    return json_response(post_status(outcome), outcome.body, headers)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import conversations
+from chat_core.chat import pins
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import PinMessageIn
 from chat_core.observability import logger, metrics, tracer
@@ -17,7 +17,7 @@ app = build_app()
 
 @app.patch("/conversations/<conversation_id>/messages/<message_id>")
 def update_message(conversation_id: str, message_id: str, body: PinMessageIn) -> Response[Any]:
-    message = conversations.pin_message(caller(app), conversation_id, message_id, body.pinned)
+    message = pins.pin_message(caller(app), conversation_id, message_id, body.pinned)
     return json_response(200, message)
 
 

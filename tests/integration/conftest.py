@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import botocore.client
+import chat_core
 import pytest
-from chat_core.chat import conversations
 from chat_core.llm.provider import reset_provider
 from chat_core.settings import reset_settings
 from chat_local import moto_fidelity
@@ -36,7 +36,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
         monkeypatch.setenv(name, value)
     reset_settings()
     reset_provider()
-    conversations._idempotent = None
+    chat_core.reset()
 
 
 @pytest.fixture

@@ -7,8 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
-from chat_core.chat import conversations
+from chat_core.chat.post import post_message
+from chat_core.chat.views import PostOutcome
 from chat_core.http.schemas import PostMessageIn
+from chat_core.http.statuses import post_status
 
 from tests.integration.conftest import TABLE
 from tests.support import functions as api
@@ -26,18 +28,18 @@ def test_concurrent_posts_lose_nothing_and_keep_turns_in_order(
     conversation_id = api.post("opening").body["conversation_id"]
     start = threading.Barrier(POSTERS)
 
-    def post(n: int) -> conversations.PostOutcome:
+    def post(n: int) -> PostOutcome:
         request = PostMessageIn(conversation_id=conversation_id, content=f"racer {n}")
         start.wait()
         # Lambda runs one invocation per process; threads share the operation, not a handler.
-        return conversations.post_message("alice", request)
+        return post_message("alice", request)
 
     # When several posts to it start at the same moment
     with ThreadPoolExecutor(max_workers=POSTERS) as pool:
         outcomes = list(pool.map(post, range(POSTERS)))
 
     # Then every post succeeded
-    assert [o.status for o in outcomes] == [201] * POSTERS
+    assert [post_status(o) for o in outcomes] == [201] * POSTERS
     # And every message is stored once, each reply right after its own question
     messages = api.detail(conversation_id).body["messages"]
     assert len(messages) == 2 + 2 * POSTERS
@@ -72,9 +74,9 @@ def test_concurrent_first_messages_make_separate_conversations(
     # Given nothing
     start = threading.Barrier(4)
 
-    def post(n: int) -> conversations.PostOutcome:
+    def post(n: int) -> PostOutcome:
         start.wait()
-        return conversations.post_message("alice", PostMessageIn(content=f"first {n}"))
+        return post_message("alice", PostMessageIn(content=f"first {n}"))
 
     # When four first messages race
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from chat_core.chat import turns
+from chat_core.errors import ConversationBusy
+from chat_core.store import conversations as store
 
 from tests.support import functions as api
 from tests.support.openai_standin import OpenAIStandin
@@ -91,3 +97,57 @@ def test_without_key_each_post_is_new(standin_llm: OpenAIStandin) -> None:
     api.post("again", conversation_id)
     # Then both are stored
     assert len(api.detail(conversation_id).body["messages"]) == 6
+
+
+def test_a_retry_after_a_busy_answer_runs_the_post(
+    standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """API-6 / REL-3: a post refused 409 conversation_busy leaves no record: its retry with the same key
+    and body runs."""
+    # Given a conversation, and a post with an Idempotency-Key that cannot get its turn
+    conversation_id = api.post("opening").body["conversation_id"]
+
+    def taken(*args: object, **kwargs: object) -> object:
+        raise store.SequenceConflict("taken")
+
+    monkeypatch.setattr(store, "append_messages", taken)
+
+    def busy_too(*args: object, **kwargs: object) -> object:
+        raise ConversationBusy("busy")
+
+    monkeypatch.setattr(turns, "_reserve_turn", busy_too)
+    busy = api.post("retry me", conversation_id, idempotency_key="k-busy")
+    assert busy.status == 409, busy.body
+    # When the client retries with the same key and body once the conversation is free
+    monkeypatch.undo()
+    retry = api.post("retry me", conversation_id, idempotency_key="k-busy")
+    # Then the post runs and is stored once
+    assert retry.status == 201, retry.body
+    assert [m["content"] for m in api.detail(conversation_id).body["messages"] if m["role"] == "user"] == [
+        "opening",
+        "retry me",
+    ]
+
+
+def test_the_same_post_sent_twice_at_once_is_in_progress_not_a_different_body(
+    standin_llm: OpenAIStandin,
+) -> None:
+    """API-6: the same key and body while the first is still running: 409 request_in_progress, never 422."""
+    # Given a post with an Idempotency-Key that is still waiting for a slow model
+    conversation_id = api.post("opening").body["conversation_id"]
+    standin_llm.configure(mode="slow", slow_seconds=1.0)
+    answers: list[api.Answer] = []
+    first = threading.Thread(
+        target=lambda: answers.append(api.post("twice", conversation_id, idempotency_key="k-twice"))
+    )
+    first.start()
+    deadline = time.monotonic() + 30
+    while not standin_llm.completion_requests[1:] and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling for the model to receive the first post, with a deadline
+    # When the client sends it again at that moment
+    again = api.post("twice", conversation_id, idempotency_key="k-twice")
+    first.join(30)
+    # Then the duplicate is told to wait, and the first lands
+    assert again.status == 409, again.body
+    assert again.body["error"]["code"] == "request_in_progress"
+    assert answers[0].status == 201

@@ -9,9 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
-from chat_core.chat import conversations
+from chat_core.chat.delete import delete_conversation
+from chat_core.chat.post import post_message
 from chat_core.errors import ChatError
 from chat_core.http.schemas import PostMessageIn
+from chat_core.http.statuses import post_status, status_for
 
 from tests.integration.conftest import TABLE
 from tests.reliability.figures import FIGURES
@@ -39,9 +41,9 @@ def _stored(conversation_id: str) -> dict[int, dict[str, str]]:
 def _outcome(request: PostMessageIn, start: threading.Barrier) -> int:
     start.wait()
     try:
-        return conversations.post_message("alice", request).status
+        return post_status(post_message("alice", request))
     except ChatError as exc:
-        return exc.status
+        return status_for(exc)
 
 
 def test_twenty_posters_on_one_conversation_land_exactly_once_in_order(
@@ -89,9 +91,9 @@ def test_posts_racing_a_delete_land_whole_or_not_at_all(chat_service: None, seri
     def delete(_: int) -> int:
         start.wait()
         try:
-            conversations.delete_conversation("alice", conversation_id)
+            delete_conversation("alice", conversation_id)
         except ChatError as exc:
-            return exc.status
+            return status_for(exc)
         return 204
 
     # When 10 posts and 2 deletes start together

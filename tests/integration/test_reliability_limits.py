@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 import pytest
-from chat_core.chat.conversations import MAX_PINNED, MAX_PINNED_BYTES
+from chat_core.chat.pins import MAX_PINNED, MAX_PINNED_BYTES
 from chat_core.chat.recording import cap_reply, error_reply, fit_item
 from chat_core.engine import tool_pairing
 from chat_core.engine.turnlog import TurnState

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chat_core.chat import conversations
+from chat_core.chat import deadlines
 from chat_local import moto_fidelity
 
 from tests.reliability.faults import LOST_RESPONSE, DynamoFaults, injected
@@ -82,7 +82,7 @@ def test_a_reply_is_stored_alone_when_the_conversation_stays_contended(
     stored on its own (201), and the next post (on its first attempt, or after losing the race and
     reserving its slots) folds its totals into the conversation."""
     # Given no time to retry, and the next post's TransactWrite #2 conflicting on the conversation item
-    monkeypatch.setattr(conversations, "STORE_MARGIN_S", 0.0)
+    monkeypatch.setattr(deadlines, "STORE_MARGIN_S", 0.0)
     conversation_id = api.post("first").body["conversation_id"]
     faults.fail(
         "TransactWriteItems", "TransactionCanceled:TransactionConflict", skip=1, when=CONVERSATION_ITEM

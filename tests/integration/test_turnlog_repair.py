@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chat_core.chat import conversations, recording
+from chat_core.chat import deadlines, recording
 from chat_core.engine.turnlog import LogEvent
 from chat_core.llm import provider
 from chat_core.llm.provider import reset_provider
@@ -81,7 +81,7 @@ def test_issue5_1_issue7_3_failed_second_transaction_ends_the_turn_in_the_log(
     turn, whose error step names the error reply that fills the slot; the next turn is turn 3."""
     # Given a conversation, no time left to retry the reply's write, and the next post's TransactWrite #2
     # and the reply's write on its own both cancelled for throttling
-    monkeypatch.setattr(conversations, "STORE_MARGIN_S", 0.0)
+    monkeypatch.setattr(deadlines, "STORE_MARGIN_S", 0.0)
     conversation_id = api.post("first").body["conversation_id"]
     faults.fail("TransactWriteItems", "TransactionCanceled:ThrottlingError", skip=1, times=2)
     # When a message is posted

@@ -41,8 +41,11 @@ def _post(url: str, user: str, body: dict[str, Any], start: threading.Barrier) -
         base_url=url, headers={"X-User-Id": user, "Idempotency-Key": key}, timeout=120
     ) as client:
         start.wait()
+        attempts: list[str] = []
         for _ in range(5):
             response = client.post("/messages", json=body)
+            attempts.append(f"{response.status_code} {response.text[:120]}")
+            response.extensions["attempts"] = attempts  # what this client saw, for a failure's message
             FIGURES.response(SECTION, response.status_code)
             assert_clean(response.status_code, response.text, "concurrent post")
             code = response.json().get("error", {}).get("code") if response.status_code >= 400 else None
@@ -105,7 +108,7 @@ def test_twenty_clients_posting_to_one_conversation_store_every_message_once_in_
     FIGURES.add(SECTION, messages_posted=CLIENTS + 1)
     # Then every post succeeded
     assert Counter(a.status_code for a in answers) == {201: CLIENTS}, [
-        a.text for a in answers if a.status_code != 201
+        a.extensions.get("attempts") for a in answers if a.status_code != 201
     ]
     # And every question is stored exactly once, its reply right after it
     detail = opener.get(f"/conversations/{conversation_id}", params={"limit": 200}).json()
@@ -226,7 +229,7 @@ def test_thirty_posters_for_three_rounds_all_land_in_order(
     FIGURES.add(SECTION, messages_posted=posters * rounds + 1)
     # Then every post landed
     assert Counter(a.status_code for a in answers) == {201: posters * rounds}, [
-        a.text for a in answers if a.status_code != 201
+        a.extensions.get("attempts") for a in answers if a.status_code != 201
     ]
     # And every question is stored once, each followed by its own reply, the sequence gap-free
     stored = _messages(_partition(store_endpoint, store_table, owner, conversation_id))

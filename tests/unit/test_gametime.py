@@ -17,6 +17,7 @@ from chat_core.dialogue.gametime import (
     register_calendar,
 )
 from chat_core.errors import InvalidGameTick, InvalidInput
+from chat_core.http.statuses import status_for
 
 DAY = 60_000
 HOUR = 2_500
@@ -83,7 +84,7 @@ def test_invalid_ticks_are_a_clear_error(bad: object) -> None:
     with pytest.raises(InvalidGameTick) as err:
         check_tick(bad)
     assert err.value.code == "invalid_game_tick"
-    assert err.value.status == 400
+    assert status_for(err.value) == 400
     assert "game_tick" in err.value.message
 
 

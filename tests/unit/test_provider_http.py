@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from chat_core.errors import ProviderFailed
+from chat_core.http.statuses import status_for
 from chat_core.llm.provider import (
     MAX_RECORDED_BODY_BYTES,
     ChatProvider,
@@ -215,7 +216,7 @@ def test_api2_500_always_fails_with_the_provider_body(standin: OpenAIStandin) ->
     error = failed.value
     assert error.kind == "http_error"
     assert error.status_code == 500
-    assert error.status == 502
+    assert status_for(error) == 502
     assert "HTTP 500" in error.message
     assert "after 3 attempts" in error.message
     record = error.provider_response

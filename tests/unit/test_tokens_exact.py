@@ -12,6 +12,7 @@ import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 from chat_core.engine import tokens
+from chat_core.http.statuses import status_for
 from chat_core.settings import reset_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -144,7 +145,7 @@ def test_tok2_unknown_encoding_is_a_clear_value_error() -> None:
         tokens.count_tokens("hello", encoding="p50k_base")
     with pytest.raises(tokens.UnknownEncoding) as caught:
         tokens.get_encoding("gpt2")
-    assert caught.value.status == 400
+    assert status_for(caught.value) == 400
 
 
 def test_tok2_non_string_text_is_a_type_error() -> None:

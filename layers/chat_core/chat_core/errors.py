@@ -9,7 +9,6 @@ class ChatError(Exception):
     """Base of every domain error. `code` is stable and machine-readable; `message` is for people."""
 
     code = "error"
-    status = 500
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -19,27 +18,22 @@ class ChatError(Exception):
 
 class InvalidInput(ChatError):
     code = "invalid_input"
-    status = 400
 
 
 class MessageTooLong(InvalidInput):
     code = "message_too_long"
-    status = 422
 
 
 class InvalidCursor(InvalidInput):
     code = "invalid_cursor"
-    status = 400
 
 
 class Unauthorized(ChatError):
     code = "unauthorized"
-    status = 401
 
 
 class NotFound(ChatError):
     code = "not_found"
-    status = 404
 
 
 class ConversationNotFound(NotFound):
@@ -52,7 +46,6 @@ class MessageNotFound(NotFound):
 
 class Conflict(ChatError):
     code = "conflict"
-    status = 409
 
 
 class ProviderFailed(ChatError):
@@ -65,7 +58,6 @@ class ProviderFailed(ChatError):
     """
 
     code = "provider_failed"
-    status = 502
 
     def __init__(
         self,
@@ -88,19 +80,16 @@ class StoreUnavailable(ChatError):
     """DynamoDB throttled or failed transiently after retries; safe to retry later."""
 
     code = "store_unavailable"
-    status = 503
 
 
 class TokenizerUnavailable(ChatError):
     code = "tokenizer_unavailable"
-    status = 500
 
 
 class InvalidGameTick(InvalidInput):
     """A dialogue entry's game_tick is not an integer in 0..2**63-1 (seed 004)."""
 
     code = "invalid_game_tick"
-    status = 400
 
 
 class DialogueNotFound(NotFound):
@@ -119,7 +108,6 @@ class IdempotencyKeyReused(InvalidInput):
     """An Idempotency-Key was sent again with a different request body (API-6): refused, never replayed."""
 
     code = "idempotency_key_reused"
-    status = 422
 
 
 class RequestInProgress(Conflict):
@@ -148,7 +136,6 @@ class SummaryFailed(ChatError):
     """The model could not summarize a conversation (seed 001); the stored summary is left as it was."""
 
     code = "summary_failed"
-    status = 502
 
 
 class ConversationNotExpired(Conflict):
@@ -161,14 +148,12 @@ class OrphanToolResult(InvalidInput):
     """A `tool` message whose tool_call_id answers no pending tool call (or answers one twice)."""
 
     code = "orphan_tool_result"
-    status = 422
 
 
 class ToolResultsMissing(InvalidInput):
     """Tool calls left without their results where the OpenAI format needs them answered."""
 
     code = "tool_results_missing"
-    status = 422
 
 
 class ToolResultsPending(Conflict):
@@ -181,18 +166,15 @@ class ToolPayloadTooLarge(InvalidInput):
     """Tool-call arguments, a tool result or the recorded messages of one post are over their size cap."""
 
     code = "tool_payload_too_large"
-    status = 422
 
 
 class PinRefused(InvalidInput):
     """A message that cannot be pinned: a tool call or result, a failed reply, or over the pin caps."""
 
     code = "pin_refused"
-    status = 422
 
 
 class PayloadTooLarge(ChatError):
     """The request body is over the route's size limit (checked before it is parsed)."""
 
     code = "payload_too_large"
-    status = 413

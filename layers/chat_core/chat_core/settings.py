@@ -132,3 +132,8 @@ def get_settings() -> Settings:
 def reset_settings() -> None:
     """Forget the cached settings so the next `get_settings()` reads the environment again."""
     get_settings.cache_clear()
+
+
+def reset_process_state() -> None:
+    """`chat_core.reset()`: settings are read again on next use."""
+    reset_settings()

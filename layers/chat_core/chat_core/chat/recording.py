@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from chat_core.engine import turnlog
+from chat_core.engine.text import utf8_bytes
 from chat_core.engine.tool_pairing import MAX_MESSAGE_TOOL_CALLS_BYTES
 from chat_core.engine.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 from chat_core.errors import ProviderFailed, StoreUnavailable
-from chat_core.http.limits import utf8_bytes
 from chat_core.llm.provider import MAX_RECORDED_BODY_BYTES, Completion
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings

@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from chat_core.chat.policy import MAX_POLICY_MESSAGES, window_policy
+from chat_core.chat.summary_window import after_summary, summary_content, summary_message
 from chat_core.engine import tokens
-from chat_core.engine.window import WindowResult, select_window
+from chat_core.engine.window import select_window
 from chat_core.errors import ProviderFailed, StoreUnavailable, SummaryFailed
 from chat_core.llm.provider import get_provider, time_budget_from_context
 from chat_core.observability import MetricUnit, logger, metrics
@@ -27,8 +29,6 @@ from chat_core.store.conversations import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
 from chat_core.store.summaries import Summary, SummarySuperseded
 
-#: The id a summary carries in window stats (`dropped` refs, when it does not fit).
-SUMMARY_REF = "summary"
 # Tokens a rendered message line costs beyond its text ("[12] assistant: " and the newline), budgeted.
 _LINE_OVERHEAD_TOKENS = 8
 # Seconds kept free after the model call to store the summary before the function's deadline.
@@ -46,59 +46,6 @@ SUMMARY_INSTRUCTIONS = (
 )
 
 Status = Literal["summarized", "not_needed", "disabled", "no_conversation", "superseded"]
-
-
-# -- what the window carries ------------------------------------------------------------------------------
-
-
-def summary_label(from_seq: int, to_seq: int) -> str:
-    """The heading of the summary message: which messages it stands for."""
-    return f"Summary of earlier conversation (messages {from_seq}\u2013{to_seq}):"
-
-
-def summary_content(from_seq: int, to_seq: int, text: str) -> str:
-    return f"{summary_label(from_seq, to_seq)}\n{text}"
-
-
-def summary_message(summary: Summary) -> dict[str, Any]:
-    """The system-side message a window carries for a stored summary (with its stored count, TOK-5)."""
-    return {
-        "role": "system",
-        "content": summary_content(int(summary.from_seq), int(summary.to_seq), summary.text),
-        "tokens": int(summary.tokens),
-        "message_id": SUMMARY_REF,
-    }
-
-
-def after_summary(history: Sequence[Message], summary: Summary | None) -> list[Message]:
-    """The history a window may choose from besides the summary: only messages newer than its range.
-
-    The summary stands for everything up to `to_seq`, so those messages are not sent a second time.
-    """
-    if summary is None:
-        return list(history)
-    covered = int(summary.to_seq)
-    return [m for m in history if int(m.seq) > covered]
-
-
-def summary_included(window: WindowResult) -> bool:
-    """True when the window kept the summary it was offered (False when it did not fit, or had none)."""
-    return not any(d.ref == SUMMARY_REF for d in window.stats.dropped)
-
-
-def summary_stats(summary: Summary | None, window: WindowResult) -> dict[str, Any] | None:
-    """What window stats say about the summary: the range it covers, its size, whether it was sent."""
-    if summary is None:
-        return None
-    return {
-        "from_seq": int(summary.from_seq),
-        "to_seq": int(summary.to_seq),
-        "tokens": int(summary.tokens),
-        "model": summary.model,
-        "created_at": summary.created_at,
-        "rounds": int(summary.rounds),
-        "included": summary_included(window),
-    }
 
 
 # -- deciding and summarizing -------------------------------------------------------------------------
@@ -129,7 +76,6 @@ def pending_span(
     place and an empty prospective message. `recent` are the newest messages (oldest first), as many as
     the window can reach. None when nothing has fallen out beyond the summary.
     """
-    from chat_core.chat.conversations import window_policy  # the post path imports this module
 
     covered = int(summary.to_seq) if summary is not None else 0
     usable = [m for m in after_summary(recent, summary) if m.status == "ok"]
@@ -282,7 +228,6 @@ def build_request(
 
 def _read(owner: str, conversation_id: str) -> conversation_store.Recent:
     """The conversation, its summary and as many newest messages as its window can reach."""
-    from chat_core.http.schemas import MAX_POLICY_MESSAGES
 
     recent = conversation_store.read_recent(owner, conversation_id, _FIRST_READ)
     conversation = recent.conversation

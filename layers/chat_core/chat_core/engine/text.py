@@ -87,3 +87,8 @@ def invalid_text_field(event: Mapping[str, Any]) -> str | None:
     except ValueError:
         return None if raw_valid else "body"  # not JSON: the resolver answers that
     return first_invalid(decoded) or (None if raw_valid else "body")
+
+
+def utf8_bytes(text: str | None) -> int:
+    """Bytes of `text` as DynamoDB stores a string (UTF-8)."""
+    return len(text.encode("utf-8", "surrogatepass")) if text else 0

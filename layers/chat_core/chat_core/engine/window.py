@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from chat_core.engine import tokens as token_counting
+from chat_core.engine.models import model_context
 from chat_core.engine.tokens import estimate_message_tokens
 
 Method = Literal["estimate", "approx", "exact"]
@@ -116,8 +117,6 @@ class WindowPolicy:
         cls, model: str | None, *, overrides: Mapping[str, Any] | None = None, **changes: Any
     ) -> WindowPolicy:
         """A policy whose token budget is the model's context length minus the output reserve (WIN-4)."""
-        from chat_core.engine.models import model_context
-
         ctx = model_context(model, overrides)
         base: dict[str, Any] = {
             "name": f"model:{ctx.model}",

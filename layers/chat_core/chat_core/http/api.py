@@ -29,6 +29,7 @@ from chat_core.errors import (
     Unauthorized,
 )
 from chat_core.http import limits
+from chat_core.http.statuses import status_for
 from chat_core.observability import logger
 from chat_core.settings import get_settings
 from chat_core.store.base import transient_cause
@@ -125,8 +126,8 @@ class ChatResolver(APIGatewayHttpResolver):
         try:
             limits.check_body_size(event)
         except PayloadTooLarge as exc:
-            logger.info("request refused", code=exc.code, status=exc.status)
-            return _refusal(exc.status, exc.code, exc.message)
+            logger.info("request refused", code=exc.code, status=status_for(exc))
+            return _refusal(status_for(exc), exc.code, exc.message)
         field = invalid_text_field(event)
         if field is not None:
             # Identity first, as for every other bad request.
@@ -144,8 +145,8 @@ class ChatResolver(APIGatewayHttpResolver):
         try:
             event = direct_event(payload, self.declared_routes, context)
         except ChatError as exc:
-            logger.info("direct invocation refused", code=exc.code, status=exc.status)
-            return {"statusCode": exc.status, "headers": {}, "body": error_body(exc.code, exc.message)}
+            logger.info("direct invocation refused", code=exc.code, status=status_for(exc))
+            return {"statusCode": status_for(exc), "headers": {}, "body": error_body(exc.code, exc.message)}
         logger.info("direct invocation", route=event["routeKey"])
         return direct_result(self.resolve(event, context))
 
@@ -386,12 +387,13 @@ def build_app() -> APIGatewayHttpResolver:
     app = ChatResolver(enable_validation=True)
 
     def _domain_error(exc: ChatError) -> Response[Any]:
-        if exc.status >= 500:
-            logger.warning("request failed", code=exc.code, status=exc.status, error=exc.message)
+        status = status_for(exc)
+        if status >= 500:
+            logger.warning("request failed", code=exc.code, status=status, error=exc.message)
         else:
-            logger.info("request refused", code=exc.code, status=exc.status)
+            logger.info("request refused", code=exc.code, status=status)
         headers = retry_after_header() if isinstance(exc, _RETRYABLE) else None
-        return error_response(exc.status, exc.code, exc.message, headers=headers)
+        return error_response(status, exc.code, exc.message, headers=headers)
 
     def _invalid_request(exc: RequestValidationError) -> Response[Any]:
         # Identity comes first: an anonymous request with a bad body is still 401, not 422.
@@ -439,7 +441,7 @@ def build_app() -> APIGatewayHttpResolver:
             # route (the conversation store maps its own; this catches the rest): the client may retry.
             logger.warning("store unavailable", cause=cause, error_type=type(exc).__name__)
             return error_response(
-                StoreUnavailable.status,
+                status_for(StoreUnavailable),
                 StoreUnavailable.code,
                 "the database is busy or unreachable; retry the request",
                 headers=retry_after_header(),

@@ -61,8 +61,3 @@ def check_body_size(event: Mapping[str, Any], settings: Settings | None = None) 
         raise PayloadTooLarge(
             f"request body has {size} bytes; the limit on this route is {limit}", size=size, limit=limit
         )
-
-
-def utf8_bytes(text: str | None) -> int:
-    """Bytes of `text` as DynamoDB stores a string (UTF-8)."""
-    return len(text.encode("utf-8", "surrogatepass")) if text else 0

@@ -6,9 +6,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from chat_core.chat.policy import MAX_POLICY_MESSAGES
+
 MAX_TITLE_CHARS = 200
 MAX_SYSTEM_PROMPT_CHARS = 20_000
-MAX_POLICY_MESSAGES = 200
 MAX_POLICY_CHARS = 1_000_000
 MAX_POLICY_TOKENS = 2_000_000
 

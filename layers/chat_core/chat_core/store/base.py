@@ -198,3 +198,10 @@ def store_error(exc: Exception, message: str = "the database is busy; retry the 
     if cause is None:
         return exc
     return StoreUnavailable(message, cause=cause)
+
+
+def reset_process_state() -> None:
+    """`chat_core.reset()`: the models re-bind and the connection is rebuilt on next use."""
+    global _bound, _connection
+    _bound = None
+    _connection = None

@@ -1,0 +1,153 @@
+"""A post's model call and what is recorded of its answer: the reply, its usage, the turn log's step."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from chat_core.chat import deadlines
+from chat_core.chat.policy import count_message
+from chat_core.chat.rules import now_iso
+from chat_core.chat.turns import Turn, conversation_tokens
+from chat_core.engine import tokens
+from chat_core.engine.turnlog import Tokens
+from chat_core.engine.window import WindowResult
+from chat_core.errors import ProviderFailed
+from chat_core.llm.provider import ChatProvider, Completion, time_budget_from_context
+from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.store import conversations as store
+from chat_core.store.conversations import Message, usage_map
+
+
+def ask_model(
+    provider: ChatProvider, window: WindowResult, model: str, context: Any
+) -> tuple[Completion | None, ProviderFailed | None]:
+    """The model's answer to the window, or its failure (not raised: a failed call is a turn too)."""
+    budget = time_budget_from_context(context, safety_margin_s=deadlines.STORE_MARGIN_S)
+    started = time.monotonic()
+    try:
+        completion = provider.complete(window.messages, model=model, time_budget_s=budget)
+    except ProviderFailed as exc:
+        elapsed_ms = (time.monotonic() - started) * 1000
+        metrics.add_metric(name="ProviderErrors", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="ProviderLatency", unit=MetricUnit.Milliseconds, value=elapsed_ms)
+        logger.warning("model call failed", kind=exc.kind, status_code=exc.status_code, error=exc.message)
+        return None, exc
+    usage = completion.usage
+    metrics.add_metric(name="ProviderLatency", unit=MetricUnit.Milliseconds, value=completion.latency_ms)
+    metrics.add_metric(name="PromptTokens", unit=MetricUnit.Count, value=usage.prompt_tokens)
+    metrics.add_metric(name="CompletionTokens", unit=MetricUnit.Count, value=usage.completion_tokens)
+    metrics.add_metric(name="TotalTokens", unit=MetricUnit.Count, value=usage.total_tokens)
+    return completion, None
+
+
+def reply_message(
+    owner: str,
+    turn: Turn,
+    local_prompt: int,
+    completion: Completion | None,
+    failure: ProviderFailed | None,
+) -> tuple[Message, tuple[int, int, int], tuple[int, int]]:
+    """The assistant message (ok, or error per API-2) with usage as reported and the local count (TOK-6).
+
+    `local_prompt` is the window's local count from the counts stored at write time (TOK-5). A reply
+    with tool calls keeps them (content may be null); its count includes names and arguments (TOK-4).
+    """
+    conversation, model = turn.conversation, turn.model
+    assert turn.reply_seq is not None
+    reply = Message.new(
+        owner,
+        conversation.conversation_id,
+        turn.reply_seq,
+        message_id=store.message_id_for(turn.reply_seq),
+        role="assistant",
+        created_at=now_iso(),
+    )
+    if completion is None:
+        assert failure is not None
+        reply.content = ""
+        reply.status = "error"
+        reply.model = model
+        reply.tokens = 0
+        reply.usage = usage_map(0, 0, 0)
+        reply.usage_reported = False
+        reply.local_usage = usage_map(local_prompt, 0, local_prompt)
+        reply.error = {"message": failure.message, "provider_response": failure.provider_response}
+        return reply, (0, 0, 0), (local_prompt, 0)
+
+    usage = completion.usage
+    calls = completion.tool_calls or None
+    local_completion = int(tokens.count_tokens(completion.content, model))
+    for call in calls or []:
+        function = call.get("function") or {}
+        local_completion += int(tokens.count_tokens(str(function.get("name") or ""), model))
+        local_completion += int(tokens.count_tokens(str(function.get("arguments") or ""), model))
+    reply.content = completion.content if completion.content or not calls else None
+    reply.status = "ok"
+    reply.model = completion.model or model
+    counted: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if calls:
+        reply.tool_calls = calls
+        counted["tool_calls"] = calls
+    reply.tokens = count_message(counted, model)
+    reply.usage = usage_map(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    reply.usage_reported = completion.usage_reported
+    reply.local_usage = usage_map(local_prompt, local_completion, local_prompt + local_completion)
+    reply.latency_ms = round(completion.latency_ms, 1)
+    reply.finish_reason = completion.finish_reason
+    return (
+        reply,
+        (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        (local_prompt, local_completion),
+    )
+
+
+def record_answer(
+    turn: Turn,
+    assistant: Message,
+    completion: Completion | None,
+    failure: ProviderFailed | None,
+    reported: tuple[int, int, int],
+    local: tuple[int, int],
+) -> store.OpenTurn:
+    """The model's step in the turn log, and what the conversation keeps of the turn afterwards:
+    its state while tool calls wait for results, nothing once it ended."""
+    recorder = turn.recorder
+    step = Tokens(
+        prompt=reported[0],
+        completion=reported[1],
+        total=reported[2],
+        local_prompt=local[0],
+        local_completion=local[1],
+    )
+    totals = conversation_tokens(turn.conversation, step)
+    if completion is None:
+        assert failure is not None
+        recorder.model_failure(
+            message_id=assistant.message_id,
+            model=str(assistant.model),
+            error_message=failure.message,
+            kind=failure.kind,
+            status_code=failure.status_code,
+            tokens=step,
+        )
+        recorder.end("error", error_message=failure.message, conversation_tokens=totals)
+    else:
+        recorder.model_answer(
+            content=completion.content,
+            tool_calls=assistant.tool_calls,
+            message_id=assistant.message_id,
+            seq=int(assistant.seq),
+            model=str(assistant.model),
+            tokens=step,
+            usage_reported=completion.usage_reported,
+            finish_reason=completion.finish_reason,
+            latency_ms=completion.latency_ms,
+        )
+        if not recorder.awaiting_results:
+            recorder.end("ok", conversation_tokens=totals)
+    if recorder.awaiting_results:
+        return recorder.state.to_json()
+    # A turn resumed from the conversation item is closed there; a turn that began and ended in this
+    # post never wrote any state (leaving it alone keeps another turn's pending calls intact).
+    return None if turn.resumed else store.KEEP

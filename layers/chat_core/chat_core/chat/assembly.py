@@ -1,0 +1,182 @@
+"""The context window a post sends: stored history, pins and summary through the one selection engine."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chat_core.chat import summary_window
+from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
+from chat_core.chat.rules import check_content, check_id, not_found
+from chat_core.engine import tokens
+from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
+from chat_core.observability import MetricUnit, metrics
+from chat_core.store import conversations as store
+from chat_core.store.conversations import Conversation, Message
+from chat_core.store.summaries import Summary
+
+if TYPE_CHECKING:
+    from chat_core.http.schemas import BuildWindowIn
+
+
+def read_history(owner: str, conversation_id: str, override: Mapping[str, Any] | None) -> store.Recent:
+    """API-4: one Query for the conversation and the newest messages its window can use.
+
+    Only a conversation whose own policy reaches past the default 10 messages, and that has that many,
+    costs a second Query (still independent of the conversation's length).
+    """
+    reach = history_reach(override) if override else history_reach(None)
+    recent = store.read_recent(owner, conversation_id, reach)
+    conversation = recent.conversation
+    if conversation is None or conversation.is_deleted:
+        raise not_found(conversation_id)
+    wanted = reach if override else history_reach(conversation.window_policy)
+    if wanted > reach and len(recent.messages) >= reach:
+        recent = store.read_recent(owner, conversation_id, wanted)
+        if recent.conversation is None or recent.conversation.is_deleted:
+            raise not_found(conversation_id)
+    return recent
+
+
+def _window_message(message: Message) -> dict[str, Any]:
+    """A stored message as the window engine takes it: OpenAI keys plus bookkeeping (tokens, pinned...)."""
+    window: dict[str, Any] = {
+        "role": message.role,
+        "content": message.content or "",
+        "tokens": int(message.tokens),
+        "message_id": message.message_id,
+        "seq": int(message.seq),
+    }
+    if message.tool_calls:
+        window["tool_calls"] = list(message.tool_calls)
+        window["content"] = message.content or None
+    if message.tool_call_id:
+        window["tool_call_id"] = message.tool_call_id
+    if message.name and message.role != "tool":
+        window["name"] = message.name
+    if message.pinned:
+        window["pinned"] = True
+    return window
+
+
+def _pinned_messages(
+    conversation: Conversation, history: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """WIN-3: the conversation's pinned messages older than the history the Query returned (copies kept on
+    the conversation item, oldest first); pinned messages inside that history are flagged there instead."""
+    in_history = {m["message_id"] for m in history}
+    pinned = []
+    for entry in sorted(conversation.pinned or [], key=lambda e: int(e.get("seq", 0))):
+        if entry.get("message_id") in in_history:
+            continue
+        message = {
+            "role": entry["role"],
+            "content": entry.get("content") or "",
+            "tokens": int(entry.get("tokens") or 0),
+            "message_id": entry["message_id"],
+            "seq": int(entry.get("seq", 0)),
+            "pinned": True,
+        }
+        if entry.get("name"):
+            message["name"] = entry["name"]
+        pinned.append(message)
+    return pinned
+
+
+def _room_for_tail(policy: WindowPolicy, tail: Sequence[Mapping[str, Any]]) -> WindowPolicy:
+    """The policy for the history before `tail`, which is always sent (like the current message is)."""
+    changes: dict[str, Any] = {}
+    if policy.max_messages is not None:
+        changes["max_messages"] = max(0, policy.max_messages - len(tail))
+    if policy.max_chars is not None:
+        changes["max_chars"] = max(0, policy.max_chars - sum(len(message_text(m)) for m in tail))
+    budget = policy.token_budget
+    if budget is not None:
+        count = policy.token_counter()
+        changes["max_tokens"] = max(0, budget - sum(count(m) for m in tail))
+    return policy.with_changes(**changes) if changes else policy
+
+
+@dataclass(frozen=True)
+class AssembledWindow:
+    """The window to send and its local prompt count: the stored counts of what it holds (TOK-5)."""
+
+    result: WindowResult
+    prompt_tokens: int
+
+
+def assemble_window(
+    conversation: Conversation,
+    history: Sequence[Message],
+    content: str | None,
+    user: Message | None,
+    model: str,
+    policy_override: Mapping[str, Any] | None = None,
+    *,
+    summary: Summary | None = None,
+    tail_from_seq: int | None = None,
+) -> AssembledWindow:
+    """The window sent with `content` (failed replies are left out of the history it chooses from).
+
+    With a summary (seed 001) the window carries it after the system prompt and chooses only from the
+    messages newer than the range it covers. Pinned messages are kept before other history (WIN-3). On
+    a post of tool results (`tail_from_seq`), the tool calls and their results are sent whole in place of
+    a current message, and the history before them fills what room is left.
+    """
+
+    policy = window_policy(policy_override or conversation.window_policy, model)
+    system = None
+    system_tokens = 0
+    if conversation.system_prompt:
+        system_tokens = int(conversation.system_tokens)
+        system = {"role": "system", "content": conversation.system_prompt, "tokens": system_tokens}
+    usable = [_window_message(m) for m in summary_window.after_summary(history, summary) if m.status == "ok"]
+    pinned = _pinned_messages(conversation, usable)
+    if pinned or any(m.get("pinned") for m in usable):
+        policy = policy.with_changes(honor_pinned=True)
+    carried = summary_window.summary_message(summary) if summary is not None else None
+    current: dict[str, Any] | None = None
+    tail: list[dict[str, Any]] = []
+    if tail_from_seq is None:
+        current = {"role": "user", "content": content or ""}
+        current["tokens"] = int(user.tokens) if user is not None else count_message(current, model)
+        if user is not None:
+            current["message_id"] = user.message_id
+    else:
+        cut = next((i for i, m in enumerate(usable) if m["seq"] >= tail_from_seq), len(usable))
+        usable, tail = usable[:cut], usable[cut:]
+        policy = _room_for_tail(policy, tail)
+    result = select_window(
+        history=usable, policy=policy, system=system, current=current, pinned=pinned, summary=carried
+    )
+    if tail:
+        result = WindowResult(result.messages + [to_openai(m) for m in tail], result.stats)
+    dropped = {d.ref for d in result.stats.dropped}
+    sent = [m for m in (*pinned, *usable) if m["message_id"] not in dropped]
+    prompt = system_tokens + sum(int(m["tokens"]) for m in (*sent, *tail))
+    if current is not None:
+        prompt += int(current["tokens"])
+    if summary is not None and summary_window.summary_included(result):
+        prompt += int(summary.tokens)
+    return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS))
+
+
+def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
+    """POST /conversations/{id}/window: the window a post of `content` would send; no model call, no write."""
+
+    check_content(request.content)
+    check_id(conversation_id)
+    override = policy_dict(request.window_policy)
+    recent = read_history(owner, conversation_id, override)
+    conversation = recent.conversation
+    assert conversation is not None
+    model = request.model or conversation.model
+    window = assemble_window(
+        conversation, recent.messages, request.content, None, model, override, summary=recent.summary
+    ).result
+    metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
+    stats = window.stats.to_dict()
+    stats["model"] = model
+    stats["summary"] = summary_window.summary_stats(recent.summary, window)
+    return {"messages": window.messages, "stats": stats}

@@ -1,0 +1,269 @@
+"""POST /messages: validate, take the turn, assemble the window, ask the model, store the reply (API-1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
+    IdempotencyValidationError,
+)
+
+from chat_core.chat import recording
+from chat_core.chat.answer import ask_model, record_answer, reply_message
+from chat_core.chat.assembly import assemble_window
+from chat_core.chat.deadlines import store_deadline
+from chat_core.chat.rules import check_content, check_id
+from chat_core.chat.turns import append_to_conversation, start_conversation
+from chat_core.chat.views import PostOutcome, post_body
+from chat_core.engine import tool_pairing
+from chat_core.errors import (
+    IdempotencyKeyReused,
+    InvalidInput,
+    ReplyNotStored,
+    RequestInProgress,
+    StoreUnavailable,
+)
+from chat_core.llm.provider import ChatProvider, get_provider
+from chat_core.observability import MetricUnit, logger, metrics, tracer
+from chat_core.settings import Settings, get_settings
+from chat_core.store import conversations as store
+from chat_core.store import idempotency as idempotency_store
+
+if TYPE_CHECKING:
+    from chat_core.http.schemas import PostMessageIn
+
+
+def post_message(
+    owner: str,
+    request: PostMessageIn,
+    *,
+    idempotency_key: str | None = None,
+    context: Any = None,
+    provider: ChatProvider | None = None,
+) -> PostOutcome:
+    """POST /messages (seed 003, SPEC §9 "Posting, in order"; seed 002 turn log; agent tool messages).
+
+    Validates before any I/O, then: one Query, TransactWrite #1 (recorded tool messages, the user message,
+    reply slot reserved, turn_start and step events), the model call, TransactWrite #2 (assistant message
+    ok or error, its events, turn_end unless the turn waits for tool results, totals). With an
+    Idempotency-Key the first outcome (the turn, or the model's failure) is stored and replayed; the same
+    key with another body is refused.
+    """
+
+    settings = get_settings()
+    if request.content is not None:
+        check_content(request.content, settings)
+    recorded = request.recorded()
+    tool_pairing.check_sizes(recorded)
+    if request.conversation_id is not None:
+        check_id(request.conversation_id)
+    else:
+        # A new conversation has no pending tool calls: everything can be checked before any I/O.
+        if request.content is None:
+            raise InvalidInput("content is required to start a conversation", field="content")
+        tool_pairing.pair_results(recorded, [])
+    if idempotency_key is None:
+        try:
+            return _post(owner, request, context, settings, provider)
+        except ReplyNotStored as exc:
+            unsaved: PostOutcome = exc.outcome
+            return unsaved
+    payload = {"owner": owner, "key": idempotency_key, "body": request.model_dump(mode="json")}
+    config, run = _idempotent_post(settings)
+    if context is not None:
+        config.register_lambda_context(context)
+    sink: list[PostOutcome] = []
+    try:
+        record = run(
+            request=payload,
+            context=context,
+            settings=settings,
+            sink=sink,
+            provider=provider,
+            message=request,
+        )
+    except ReplyNotStored as exc:
+        # Raised inside the idempotent function, so its record is removed: a retry runs the turn again.
+        unsaved_reply: PostOutcome = exc.outcome
+        return unsaved_reply
+    except IdempotencyValidationError as exc:
+        raise IdempotencyKeyReused(
+            "this Idempotency-Key was already used with a different request body; use a new key"
+        ) from exc
+    except IdempotencyAlreadyInProgressError as exc:
+        raise RequestInProgress(
+            "a request with this Idempotency-Key is still in progress; retry when it has finished"
+        ) from exc
+    except IdempotencyPersistenceLayerError as exc:
+        raise StoreUnavailable("the idempotency record could not be read or written; retry") from exc
+    if sink:
+        return sink[0]
+    return _replay(owner, record)
+
+
+def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
+    """The first outcome of an idempotent post, rebuilt from the stored messages (they never change)."""
+    conversation_id, first = str(record["conversation_id"]), int(record["seq"])
+    # Records written before tool messages existed hold only `seq` (the user message; reply after it).
+    user_seq = record.get("user_seq", first)
+    reply_seq = record.get("reply_seq", first + 1)
+    last = int(record.get("last_seq", first + 1))
+    found = {int(m.seq): m for m in store.read_messages(owner, conversation_id, first, last)}
+    recorded = [found[s] for s in sorted(found) if s not in (user_seq, reply_seq)]
+    user = found.get(int(user_seq)) if user_seq is not None else None
+    assistant = found.get(int(reply_seq)) if reply_seq is not None else None
+    logger.info("idempotent replay", conversation_id=conversation_id, seq=first)
+    body = post_body(conversation_id, recorded, user, assistant)
+    return PostOutcome(
+        body=body,
+        # Records written before `model_failed` existed hold the HTTP status the post answered.
+        model_failed=bool(record.get("model_failed", record.get("status") == 502)),
+        seq=first,
+        user_seq=int(user_seq) if user_seq is not None else None,
+        reply_seq=int(reply_seq) if reply_seq is not None else None,
+        last_seq=last,
+    )
+
+
+_idempotent: tuple[Settings, IdempotencyConfig, Callable[..., dict[str, Any]]] | None = None
+
+
+def _idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
+    """The idempotent post of this process's settings (built once; rebuilt when settings change)."""
+    global _idempotent
+    if _idempotent is None or _idempotent[0] != settings:
+        _idempotent = (settings, *_build_idempotent_post(settings))
+    return _idempotent[1], _idempotent[2]
+
+
+def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
+    """The post logic wrapped in Powertools Idempotency, on the same table (API-6).
+
+    The record keeps only the outcome, the conversation and the sequence numbers of the post's messages:
+    a replay re-reads them, so the record stays small whatever the reply or the provider's error weighed.
+    """
+
+    config = IdempotencyConfig(
+        # The caller's identity is part of the key: one user's key never replays another user's turn.
+        event_key_jmespath="[owner, key]",
+        payload_validation_jmespath="body",
+        raise_on_no_idempotency_key=True,
+        expires_after_seconds=settings.idempotency_ttl_seconds,
+    )
+
+    def run(
+        *,
+        request: dict[str, Any],
+        context: Any,
+        settings: Settings,
+        sink: list[PostOutcome],
+        provider: ChatProvider | None,
+        message: PostMessageIn,
+    ) -> dict[str, Any]:
+        # `request` is what the key and the payload check hash; `message` is the same body, validated.
+        outcome = _post(request["owner"], message, context, settings, provider)
+        sink.append(outcome)
+        return {
+            "model_failed": outcome.model_failed,
+            "conversation_id": outcome.body["conversation_id"],
+            "seq": outcome.seq,
+            "user_seq": outcome.user_seq,
+            "reply_seq": outcome.reply_seq,
+            "last_seq": outcome.last_seq,
+        }
+
+    wrapped: Callable[..., dict[str, Any]] = idempotent_function(
+        run,
+        data_keyword_argument="request",
+        persistence_store=idempotency_store.persistence_layer(settings),
+        config=config,
+        key_prefix="post_message",
+    )
+    return config, wrapped
+
+
+@tracer.capture_method(capture_response=False)
+def _post(
+    owner: str, request: PostMessageIn, context: Any, settings: Settings, provider: ChatProvider | None
+) -> PostOutcome:
+    if request.conversation_id is None:
+        turn = start_conversation(owner, request, settings)
+    else:
+        turn = append_to_conversation(owner, request, settings, context)
+    conversation_id = turn.conversation.conversation_id
+    if turn.reply_seq is None:
+        # MAX_TURN_STEPS reached: the tool results are stored and the turn ended; the model is not asked.
+        logger.info("turn ended at max steps", conversation_id=conversation_id, turn=turn.recorder.turn)
+        body = post_body(conversation_id, turn.recorded, turn.user, None)
+        return turn.outcome(body)
+    window = assemble_window(
+        turn.conversation,
+        turn.history,
+        request.content,
+        turn.user,
+        turn.model,
+        summary=turn.summary,
+        tail_from_seq=turn.tail_from_seq,
+    )
+    # A reply too large for its item is stored as an error turn (502) instead (issue 7).
+    completion, failure = recording.cap_reply(
+        *ask_model(provider or get_provider(), window.result, turn.model, context), settings
+    )
+    assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
+    recording.fit_item(assistant)
+    # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there.
+    written = turn.recorder.state.to_json()
+    open_turn = record_answer(turn, assistant, completion, failure, reported, local)
+    try:
+        stored = store.record_reply(
+            turn.conversation,
+            assistant,
+            assistant.created_at,
+            reported=reported,
+            local=local,
+            events=turn.recorder.take_events(),
+            open_turn=open_turn,
+            deadline=store_deadline(context),
+        )
+    except (StoreUnavailable, store.ReplySlotTaken) as exc:
+        # The user message is stored already: end the turn as an error rather than leave it open, and
+        # hand the caller the reply the model gave, saying it was not saved.
+        recording.close_failed_turn(
+            turn.conversation, assistant, exc, turn=written, turn_on_item=turn.resumed
+        )
+        body = post_body(conversation_id, turn.recorded, turn.user, assistant)
+        body["assistant_message"]["stored"] = False
+        body["error"] = {
+            "code": ReplyNotStored.code,
+            "message": "the model answered but its reply could not be saved; it is included here",
+        }
+        raise ReplyNotStored(
+            turn.outcome(body, model_failed=failure is not None, reply_stored=False)
+        ) from exc
+    if stored == store.STORED_ALONE:
+        metrics.add_metric(name="RepliesStoredAlone", unit=MetricUnit.Count, value=1)
+        logger.warning("reply stored on its own; totals follow with the next post", seq=int(assistant.seq))
+    metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
+    logger.info(
+        "turn stored",
+        conversation_id=conversation_id,
+        turn=turn.recorder.turn,
+        seq=int(assistant.seq),
+        status=assistant.status,
+        tool_calls=len(assistant.tool_calls or []),
+        kept_history=window.result.stats.kept_history,
+        prompt_tokens=reported[0],
+        local_prompt_tokens=local[0],
+    )
+    body = post_body(conversation_id, turn.recorded, turn.user, assistant)
+    return turn.outcome(body, model_failed=failure is not None)
+
+
+def reset_process_state() -> None:
+    """`chat_core.reset()`: the idempotent post is rebuilt on next use."""
+    global _idempotent
+    _idempotent = None

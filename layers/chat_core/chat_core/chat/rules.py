@@ -1,0 +1,56 @@
+"""What every operation on a conversation checks first: content, ids, the open turn's pending tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from chat_core.engine.turnlog import TurnState
+from chat_core.errors import ConversationNotFound, InvalidInput, MessageTooLong
+from chat_core.settings import Settings, get_settings
+from chat_core.store.conversations import Conversation, Message
+from chat_core.store.keys import is_valid_id
+
+
+def now_iso() -> str:
+    """ISO 8601 UTC with microseconds, fixed width so string order is time order."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def check_content(content: str, settings: Settings | None = None) -> str:
+    """API-3: 1..max_content_chars characters, checked before any I/O."""
+    limit = (settings or get_settings()).max_content_chars
+    if len(content) > limit:
+        raise MessageTooLong(
+            f"content has {len(content)} characters; the limit is {limit}", length=len(content), limit=limit
+        )
+    if not content:
+        raise InvalidInput("content must not be empty", field="content")
+    return content
+
+
+def check_id(conversation_id: str) -> str:
+    # A malformed id can name no conversation: same answer as an unknown one, before any I/O.
+    if not is_valid_id(conversation_id):
+        raise ConversationNotFound(f"conversation {conversation_id!r} not found")
+    return conversation_id
+
+
+def not_found(conversation_id: str) -> ConversationNotFound:
+    return ConversationNotFound(f"conversation {conversation_id!r} not found")
+
+
+def pending_calls(
+    conversation: Conversation, messages: Sequence[Message] = ()
+) -> tuple[TurnState | None, list[dict[str, str]]]:
+    """The open turn and its pending tool calls: the conversation item's, unless a newer reply stored
+    on its own (its totals still pending) says what the turn's state became."""
+    held: Any = conversation.open_turn
+    for message in reversed(messages):
+        pending = message.pending_totals
+        if isinstance(pending, dict) and "open_turn" in pending:
+            held = pending["open_turn"]
+            break
+    state = TurnState.from_json(held)
+    return state, (list(state.pending) if state is not None else [])

@@ -1,0 +1,355 @@
+"""A post's first write: the user's message and its reply slot, on a new or a contended conversation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chat_core.chat import recording
+from chat_core.chat.assembly import read_history
+from chat_core.chat.create import TITLE_FROM_MESSAGE_CHARS, session_start
+from chat_core.chat.deadlines import wait_deadline
+from chat_core.chat.policy import count_message
+from chat_core.chat.rules import now_iso, pending_calls
+from chat_core.chat.views import PostOutcome
+from chat_core.engine import tool_pairing
+from chat_core.engine.turnlog import Tokens, TurnRecorder
+from chat_core.engine.window import OPENAI_KEYS
+from chat_core.errors import ConversationBusy, InvalidInput, StoreUnavailable, ToolResultsPending
+from chat_core.observability import logger
+from chat_core.settings import Settings
+from chat_core.store import conversations as store
+from chat_core.store.conversations import Conversation, Message
+from chat_core.store.keys import new_id
+from chat_core.store.summaries import Summary
+
+if TYPE_CHECKING:
+    from chat_core.http.schemas import PostMessageIn
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A post after TransactWrite #1: its messages are durable, the reply slot reserved (`reply_seq`).
+
+    `history` is what the window chooses from (stored history read by the Query, then the messages this
+    post recorded); on a post of tool results `tail_from_seq` is where the calls they answer start.
+    `reply_seq` is None when the turn ended at MAX_TURN_STEPS and no model call follows.
+    """
+
+    conversation: Conversation
+    user: Message | None
+    recorded: list[Message]
+    history: list[Message]
+    model: str
+    recorder: TurnRecorder
+    first_seq: int
+    reply_seq: int | None
+    summary: Summary | None = None  # seed 001: what the window carries for the messages before history
+    resumed: bool = False
+    tail_from_seq: int | None = None
+
+    def outcome(
+        self, body: dict[str, Any], *, model_failed: bool = False, reply_stored: bool = True
+    ) -> PostOutcome:
+        stored = len(self.recorded) + (1 if self.user is not None else 0)
+        last = self.reply_seq if self.reply_seq is not None else self.first_seq + stored - 1
+        return PostOutcome(
+            body=body,
+            model_failed=model_failed,
+            reply_stored=reply_stored,
+            seq=self.first_seq,
+            user_seq=int(self.user.seq) if self.user is not None else None,
+            reply_seq=self.reply_seq,
+            last_seq=last,
+        )
+
+
+def _user_message(owner: str, conversation_id: str, seq: int, content: str, model: str) -> Message:
+    return Message.new(
+        owner,
+        conversation_id,
+        seq,
+        message_id=store.message_id_for(seq),
+        role="user",
+        content=content,
+        status="ok",
+        created_at=now_iso(),
+        tokens=count_message({"role": "user", "content": content}, model),
+    )
+
+
+def _recorded_messages(
+    owner: str,
+    conversation_id: str,
+    first_seq: int,
+    recorded: Sequence[Mapping[str, Any]],
+    names: Sequence[str | None],
+    model: str,
+) -> list[Message]:
+    """Message items for the tool messages a post records, from `first_seq` on (TOK-4 counts at write)."""
+
+    items = []
+    for offset, (message, name) in enumerate(zip(recorded, names, strict=True)):
+        seq = first_seq + offset
+        counted = {key: message[key] for key in OPENAI_KEYS if message.get(key) is not None}
+        counted.setdefault("content", None)
+        items.append(
+            Message.new(
+                owner,
+                conversation_id,
+                seq,
+                message_id=store.message_id_for(seq),
+                role=message["role"],
+                content=message.get("content"),
+                status="ok",
+                created_at=now_iso(),
+                tokens=count_message(counted, model),
+                tool_calls=message.get("tool_calls"),
+                tool_call_id=message.get("tool_call_id"),
+                name=name,
+            )
+        )
+    return items
+
+
+def _record_client_steps(
+    recorder: TurnRecorder, recorded: Sequence[Mapping[str, Any]], items: Sequence[Message]
+) -> None:
+    for message, item in zip(recorded, items, strict=True):
+        recorder.client_message(message, message_id=item.message_id, tokens=int(item.tokens))
+
+
+def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -> Turn:
+    """First message without an id: conversation, messages and events in one TransactWrite (API-1)."""
+
+    assert request.content is not None  # checked by post_message before any I/O
+    model = request.model or settings.llm_model
+    conversation_id = new_id()
+    recorded_in = request.recorded()
+    names = tool_pairing.pair_results(recorded_in, [])
+    recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
+    user = _user_message(owner, conversation_id, 1 + len(recorded), request.content, model)
+    title = " ".join(request.content.split())[:TITLE_FROM_MESSAGE_CHARS] or None
+    conversation = Conversation.new(
+        owner,
+        conversation_id,
+        title=title,
+        model=model,
+        created_at=user.created_at,
+        updated_at=user.created_at,
+        turn_count=1,
+    )
+    started = session_start(conversation, settings)
+    recorder = TurnRecorder.new(1)
+    recorder.turn_start(request.content, tokens=int(user.tokens), message_id=user.message_id)
+    _record_client_steps(recorder, recorded_in, recorded)
+    events = [started, *recorder.take_events()]
+    store.create_with_first_message(conversation, user, recorded=recorded, events=events)
+    logger.info("conversation created", conversation_id=conversation_id, model=model)
+    return Turn(
+        conversation,
+        user,
+        recorded,
+        list(recorded),
+        model,
+        recorder,
+        first_seq=1,
+        reply_seq=int(user.seq) + 1,
+    )
+
+
+def _unreconciled(messages: Sequence[Message]) -> list[Message]:
+    """Replies stored on their own whose totals the conversation item still lacks."""
+    return [m for m in messages if m.pending_totals is not None]
+
+
+def _turn_state_to_catch_up(unreconciled: Sequence[Message]) -> store.OpenTurn:
+    """The turn state the newest reply stored on its own decided, for the conversation item to take
+    now (KEEP when none of them changed it)."""
+    pending = unreconciled[-1].pending_totals if unreconciled else None
+    if isinstance(pending, dict) and "open_turn" in pending:
+        held: store.OpenTurn = pending["open_turn"]
+        return held
+    return store.KEEP
+
+
+def conversation_tokens(conversation: Conversation, step: Tokens | None = None) -> Tokens:
+    """The conversation's totals as read by this post, plus this step (turn_end `conversationTokens`)."""
+    totals = Tokens(
+        prompt=int(conversation.prompt_tokens),
+        completion=int(conversation.completion_tokens),
+        total=int(conversation.total_tokens),
+        local_prompt=int(conversation.local_prompt_tokens),
+        local_completion=int(conversation.local_completion_tokens),
+    )
+    return totals.add(step) if step is not None else totals
+
+
+def append_to_conversation(
+    owner: str, request: PostMessageIn, settings: Settings, context: Any = None
+) -> Turn:
+    """The Query, then TransactWrite #1; on contention, the post takes its own slots instead.
+
+    A post with `content` opens the next turn. While the model's last answer waits for tool results, a
+    post must carry exactly those results (no content): they continue the open turn, and the model is
+    asked again unless the turn already used MAX_TURN_STEPS model calls.
+
+    The first attempt expects `next_seq` as read (one Query and one TransactWrite, the common case).
+    A post of a new turn that loses that race reserves its slots with one atomic update and writes into
+    them, so concurrent posters never queue behind one another; a post of tool results re-reads and
+    retries (it must see the turn's state). Either way the wait is bounded by `wait_deadline`.
+    """
+
+    conversation_id = str(request.conversation_id)
+    recorded_in = request.recorded()
+    deadline = wait_deadline(context, settings)
+    for attempt in range(max(1, settings.post_attempts)):
+        recent = read_history(owner, conversation_id, None)
+        conversation = recent.conversation
+        assert conversation is not None
+        if attempt == 0:
+            # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
+            recording.repair_abandoned(conversation, recent.messages, settings)
+        state, pending = pending_calls(conversation, recent.messages)
+        if pending and request.content is not None:
+            ids = ", ".join(call["id"] for call in pending)
+            raise ToolResultsPending(
+                f"the model asked for tool calls {ids}; post their results first: "
+                f'{{"conversation_id", "messages": [{{"role": "tool", "tool_call_id", "content"}}, ...]}} '
+                f"without content"
+            )
+        if not pending and request.content is None:
+            raise InvalidInput("content is required: no tool calls are waiting for results", field="content")
+        names = tool_pairing.pair_results(recorded_in, pending)
+        model = request.model or conversation.model
+        if attempt > 0 and not pending:
+            return _reserve_turn(owner, request, recent, names, model, deadline)
+        seq = int(conversation.next_seq)
+        recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
+        user = None
+        if request.content is not None:
+            user = _user_message(owner, conversation_id, seq + len(recorded), request.content, model)
+        turn_number: int | None = None
+        if state is not None and pending:
+            recorder = TurnRecorder.resume(state)
+        else:
+            turn_number = int(conversation.turn_count or 0) + 1
+            recorder = TurnRecorder.new(turn_number)
+            assert user is not None
+            recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
+        _record_client_steps(recorder, recorded_in, recorded)
+        at_limit = bool(pending) and recorder.state.model_calls >= settings.max_turn_steps
+        unreconciled = _unreconciled(recent.messages)
+        open_turn = _turn_state_to_catch_up(unreconciled)
+        if at_limit:
+            recorder.end("max_steps", conversation_tokens=conversation_tokens(conversation))
+            open_turn = None
+        elif pending:
+            open_turn = (
+                recorder.state.to_json()
+            )  # results in: a concurrent post of the same ones is an orphan
+        messages = [*recorded, *([user] if user is not None else [])]
+        try:
+            store.append_messages(
+                conversation,
+                messages,
+                messages[-1].created_at,
+                events=recorder.take_events(),
+                turn=turn_number,
+                open_turn=open_turn,
+                reserve_reply=not at_limit,
+                reconcile=unreconciled,
+            )
+        except store.SequenceConflict:
+            logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
+            if not pending:
+                # A new turn takes its own slots next (one atomic update): nothing to wait for, so a
+                # slow store cannot run its wait out before it has even tried.
+                continue
+            pause = recording.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
+            continue
+        return Turn(
+            conversation,
+            user,
+            recorded,
+            [*recent.messages, *recorded],
+            model,
+            recorder,
+            first_seq=seq,
+            reply_seq=None if at_limit else seq + len(messages),
+            summary=recent.summary,
+            resumed=bool(pending),
+            tail_from_seq=state.call_seq if state is not None and pending else None,
+        )
+    raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
+
+
+def _reserve_turn(
+    owner: str,
+    request: PostMessageIn,
+    recent: store.Recent,
+    names: Sequence[str | None],
+    model: str,
+    deadline: float,
+) -> Turn:
+    """A new turn on a contended conversation: its slots taken by one atomic update, then written.
+
+    Only a store that applies updates non-atomically can hand two posts the same slots; the loser's
+    write fails its conditions and it reserves again, until the deadline.
+    """
+
+    conversation = recent.conversation
+    assert conversation is not None
+    assert request.content is not None
+    conversation_id = conversation.conversation_id
+    recorded_in = request.recorded()
+    count = len(recorded_in) + 1
+    for attempt in range(64):
+        try:
+            slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
+        except StoreUnavailable:
+            # A transaction on the conversation item at the same moment (TransactionConflict): retry.
+            pause = recording.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                raise
+            time.sleep(pause)
+            continue
+        recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
+        user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request.content, model)
+        recorder = TurnRecorder.new(slots.turn)
+        recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
+        _record_client_steps(recorder, recorded_in, recorded)
+        unreconciled = _unreconciled(recent.messages)
+        try:
+            store.put_reserved(
+                conversation,
+                [*recorded, user],
+                recorder.take_events(),
+                deadline,
+                reconcile=unreconciled,
+                open_turn=_turn_state_to_catch_up(unreconciled),
+            )
+        except store.SequenceConflict:
+            pause = recording.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
+            continue
+        logger.info("slots reserved", conversation_id=conversation_id, seq=slots.first_seq, turn=slots.turn)
+        return Turn(
+            conversation,
+            user,
+            recorded,
+            [*recent.messages, *recorded],
+            model,
+            recorder,
+            first_seq=slots.first_seq,
+            reply_seq=slots.first_seq + count,
+            summary=recent.summary,
+        )
+    raise ConversationBusy("too many concurrent posts to this conversation; retry the request")

@@ -1,0 +1,109 @@
+"""The conversation, message and post answers as the API returns them (API-1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chat_core.chat.rules import pending_calls
+from chat_core.store.conversations import Conversation, Message
+
+
+@dataclass(frozen=True)
+class PostOutcome:
+    """What a post did: the turn's messages (`body`), whether the model failed (the turn is then stored
+    as an error turn) and whether the reply could be stored at all (when not, `body` carries it)."""
+
+    body: dict[str, Any]
+    model_failed: bool = False
+    reply_stored: bool = True
+    seq: int = 0  # the first message the post stored (an idempotent replay re-reads seq..last_seq)
+    user_seq: int | None = None
+    reply_seq: int | None = None
+    last_seq: int = 0
+
+
+def _usage(prompt: float, completion: float, total: float) -> dict[str, int]:
+    return {"prompt_tokens": int(prompt), "completion_tokens": int(completion), "total_tokens": int(total)}
+
+
+def message_view(message: Message) -> dict[str, Any]:
+    """API-1 message object: assistant messages add model and usage, error ones add error.
+
+    Only when they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool
+    results, `pinned: true`.
+    """
+    view: dict[str, Any] = {
+        "message_id": message.message_id,
+        "conversation_id": message.conversation_id,
+        "role": message.role,
+        "content": message.content or "",
+        "status": message.status,
+        "created_at": message.created_at,
+    }
+    if message.tool_calls:
+        view["content"] = message.content or None
+        view["tool_calls"] = list(message.tool_calls)
+    if message.role == "tool":
+        view["tool_call_id"] = message.tool_call_id
+        if message.name:
+            view["name"] = message.name
+    if message.pinned:
+        view["pinned"] = True
+    if message.role == "assistant":
+        usage = message.usage
+        view["model"] = message.model
+        view["usage"] = (
+            _usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+            if usage
+            else _usage(0, 0, 0)
+        )
+        if message.status == "error":
+            error = message.error if isinstance(message.error, dict) else {}
+            view["error"] = {
+                "message": error.get("message", ""),
+                "provider_response": error.get("provider_response"),
+            }
+    return view
+
+
+def conversation_view(conversation: Conversation) -> dict[str, Any]:
+    """The conversation object: settings, counts, usage as reported and the local count beside it (TOK-6)."""
+    local_prompt, local_completion = (
+        int(conversation.local_prompt_tokens),
+        int(conversation.local_completion_tokens),
+    )
+    _, pending = pending_calls(conversation)
+    return {
+        "conversation_id": conversation.conversation_id,
+        "title": conversation.title,
+        "system_prompt": conversation.system_prompt,
+        "model": conversation.model,
+        "window_policy": conversation.window_policy,
+        "message_count": int(conversation.message_count),
+        "usage": _usage(
+            conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens
+        ),
+        "local_usage": _usage(local_prompt, local_completion, local_prompt + local_completion),
+        "turn_count": int(conversation.turn_count or 0),
+        "pinned_message_ids": [e["message_id"] for e in conversation.pinned or []],
+        # Tool calls of the model's last answer still waiting for results (post them to continue).
+        "pending_tool_calls": pending,
+        "created_at": conversation.created_at,
+        "updated_at": conversation.updated_at,
+    }
+
+
+def post_body(
+    conversation_id: str, recorded: Sequence[Message], user: Message | None, assistant: Message | None
+) -> dict[str, Any]:
+    """`{conversation_id, messages?, user_message, assistant_message}`: `messages` (the tool messages the
+    post recorded) only when there were some; `user_message` is null on a post of tool results and
+    `assistant_message` null when the turn ended at MAX_TURN_STEPS without asking the model again."""
+    body: dict[str, Any] = {"conversation_id": conversation_id}
+    if recorded:
+        body["messages"] = [message_view(m) for m in recorded]
+    body["user_message"] = message_view(user) if user is not None else None
+    body["assistant_message"] = message_view(assistant) if assistant is not None else None
+    return body

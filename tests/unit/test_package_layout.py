@@ -1,0 +1,196 @@
+"""The layout of `chat_core` stays as the README's architecture section draws it.
+
+Packages import one way (http -> chat/dialogue -> engine/store/llm), there is no import cycle, and no
+module hides an import inside a function to keep another module's cold start light: the layout does
+that. A module that grows past about 500 lines is a sign it holds two things.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "chat_core" / "chat_core"
+
+#: What each package may import at run time (imports under `if TYPE_CHECKING:` are for types only).
+#: `settings`, `errors` and `observability` are shared by all and import nothing of chat_core's packages.
+SHARED = {"settings", "errors", "observability"}
+MAY_IMPORT: dict[str, set[str]] = {
+    "engine": {"engine"},
+    "store": {"store", "engine"},
+    "llm": {"llm", "engine"},
+    "chat": {"chat", "engine", "store", "llm"},
+    "dialogue": {"dialogue", "engine", "store"},
+    "http": {"http", "chat", "dialogue", "engine", "store"},
+    "settings": set(),
+    "errors": set(),
+    "observability": set(),
+}
+#: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.
+#: (`chat.recording` caps and records what the model answered, so it knows the model client's records.)
+MODEL_CALLERS = {"chat.post", "chat.answer", "chat.recording", "chat.summaries"}
+#: Imports deliberately left inside a function, each for a reason other than another module's weight:
+#: tiktoken loads with the encoding files on the first exact count (TOK-3); Powertools' SSM/Secrets
+#: parameters are loaded only when an API key is read from a parameter, which most deployments skip.
+LAZY_ALLOWED = {
+    ("tiktoken",),
+    ("aws_lambda_powertools.utilities.parameters",),
+    ("botocore.config",),
+}
+MAX_LINES = 520
+#: Modules that are longer and read better whole, each with the reason. Keep this list short.
+LONG_MODULES = {
+    # One selection engine: policies, the selection pass and its stats share private helpers.
+    "engine.window": 700,
+    # The context manager's one class and the strategies it chooses between.
+    "engine.context": 560,
+    # The structured prompt's two budget passes and its rendering are one algorithm.
+    "dialogue.prompt": 640,
+    # Dialogue entries: validation, start-or-get, append and the historical context read path.
+    "dialogue.entries": 580,
+    # The conversation repository: every read and write of the conversation partition, item classes
+    # included; its transactions share condition builders. Splitting items from repositories is next.
+    "store.conversations": 880,
+    # The dialogue repository, likewise.
+    "store.dialogues": 750,
+}
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.Module) -> set[str]:
+    """chat_core modules imported at module level, outside `if TYPE_CHECKING:` blocks."""
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and _is_type_checking(node):
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chat_core"):
+                base = node.module.removeprefix("chat_core").lstrip(".")
+                for alias in node.names:
+                    # `from chat_core.chat import post` names a module; `from x import name` names its module.
+                    candidate = f"{base}.{alias.name}".lstrip(".")
+                    found.add(candidate if _exists(candidate) else base)
+            elif isinstance(node, ast.Import):
+                found.update(
+                    a.name.removeprefix("chat_core.") for a in node.names if a.name.startswith("chat_core.")
+                )
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(tree.body)
+    found.discard("")
+    return found
+
+
+def _exists(dotted: str) -> bool:
+    path = PACKAGE.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: _runtime_imports(ast.parse(path.read_text())) for name, path in _modules() if name}
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_packages_import_only_downwards() -> None:
+    """Architecture (README): http -> chat/dialogue -> engine/store/llm; engine imports no other package."""
+    # Given every chat_core module's run-time imports
+    graph = _graph()
+    # When each import is checked against what the importer's package may import
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if _top(target) not in MAY_IMPORT.get(_top(module), set()) | SHARED
+    )
+    # Then none points upwards or sideways
+    assert wrong == []
+
+
+def test_only_the_post_and_the_summarizer_reach_the_model() -> None:
+    """Architecture (README): of the chat operations, only the post path and the summarizer import `llm`."""
+    # Given the chat package's run-time imports
+    graph = _graph()
+    # When the modules importing the model client are listed
+    callers = {
+        m for m, targets in graph.items() if m.startswith("chat.") and any(_top(t) == "llm" for t in targets)
+    }
+    # Then they are the post path and the summarizer
+    assert callers <= MODEL_CALLERS
+
+
+def test_chat_core_has_no_import_cycle() -> None:
+    """Architecture (README): no two modules import each other, directly or around a loop."""
+    # Given the module-level import graph
+    graph = _graph()
+    # When it is walked depth first
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def walk(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for target in sorted(graph.get(node, ())):
+            if target not in graph:
+                continue
+            if state.get(target) == 1:
+                cycles.append([*trail[trail.index(target) :], target])
+            elif target not in state:
+                walk(target, [*trail, target])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+    # Then there is no cycle
+    assert cycles == []
+
+
+@pytest.mark.parametrize(("name", "path"), list(_modules()), ids=lambda v: str(v))
+def test_no_import_hides_inside_a_function(name: str, path: Path) -> None:
+    """Architecture (README): cold-start lightness comes from the layout, not from function-local imports."""
+    # Given a chat_core module
+    tree = ast.parse(path.read_text())
+    # When imports inside functions are collected
+    hidden = {
+        (sub.module if isinstance(sub, ast.ImportFrom) else sub.names[0].name,)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for sub in ast.walk(node)
+        if isinstance(sub, (ast.Import, ast.ImportFrom))
+    }
+    # Then there are none but the documented lazy loads of optional third-party code
+    assert hidden <= LAZY_ALLOWED, f"{name}: {sorted(hidden - LAZY_ALLOWED)}"
+
+
+@pytest.mark.parametrize(("name", "path"), list(_modules()), ids=lambda v: str(v))
+def test_modules_stay_small_enough_to_read(name: str, path: Path) -> None:
+    """Architecture (README): one module holds one thing; about 500 lines is where that stops being true."""
+    # Given a chat_core module
+    # When its lines are counted
+    lines = len(path.read_text().splitlines())
+    # Then it is within the limit
+    assert lines <= LONG_MODULES.get(name, MAX_LINES), f"{name} has {lines} lines"
