@@ -102,7 +102,7 @@ def test_without_key_each_post_is_new(standin_llm: OpenAIStandin) -> None:
 def test_a_retry_after_a_busy_answer_runs_the_post(
     standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """API-6 / REL-3: a post refused 409 conversation_busy leaves no record: its retry with the same key
+    """API-6 / REL-5: a post refused 409 conversation_busy leaves no record: its retry with the same key
     and body runs."""
     # Given a conversation, and a post with an Idempotency-Key that cannot get its turn
     conversation_id = api.post("opening").body["conversation_id"]
