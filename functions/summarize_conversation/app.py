@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 class SummarizeIn(BaseModel):
     """A direct invocation: the conversation to summarize."""
 
-    # Built on first use (issue 8): stream batches, the usual invocation, never validate it.
+    # Built on first use (PERF-1): stream batches, the usual invocation, never validate it.
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     owner: str

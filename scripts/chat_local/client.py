@@ -1,4 +1,4 @@
-"""HTTP client of the Chat History API (SPEC §4) for the `chat` CLI: httpx, plain errors, no tracebacks."""
+"""HTTP client of the Chat History API (API-8) for the `chat` CLI: httpx, plain errors, no tracebacks."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _error_from(response: httpx.Response) -> ApiError:
 
 
 class ChatApi:
-    """One method per route of SPEC §4. Identity: X-User-Id (local dev server) or a Bearer JWT."""
+    """One method per route of API-8. Identity: X-User-Id (local dev server) or a Bearer JWT."""
 
     def __init__(
         self,

@@ -207,7 +207,7 @@ def _decode(value: Any) -> Any:
 
 def scan_items(client: Any, table: str) -> Iterator[dict[str, Any]]:
     # A Scan is fine here and only here: a dev-only full copy of a local table for the snapshot file.
-    # The service itself never scans (SPEC §5).
+    # The service itself never scans (STO-1).
     kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = client.scan(**kwargs)

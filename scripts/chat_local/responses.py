@@ -2,7 +2,7 @@
 
 `document_responses(document)` rewrites an OpenAPI document built from the Powertools resolvers (which
 only know "200" and their own 422 shape) so every operation lists the statuses it really answers: its
-success status with the body's schema, and the one error shape of every 4xx/5xx (SPEC §9). Routes this
+success status with the body's schema, and the one error shape of every 4xx/5xx (DES-1). Routes this
 module does not know (added later) get a generic "2XX" and the same errors, so they stay documented.
 """
 

@@ -1,4 +1,4 @@
-"""The `chat` CLI in `--once` mode against the local server (SPEC §8, seed 002 JSONL events)."""
+"""The `chat` CLI in `--once` mode against the local server (LOC-1, seed 002 JSONL events)."""
 
 from __future__ import annotations
 
@@ -235,7 +235,7 @@ def test_api_validation_error_is_shown_plainly(
 
 
 def test_unreachable_server_is_one_clear_line_suggesting_make_run(tmp_path: Path) -> None:
-    """SPEC §8 CLI: nothing listening -> a one-line message that suggests `make run`, exit 3."""
+    """LOC-1 CLI: nothing listening -> a one-line message that suggests `make run`, exit 3."""
     # Given a port nobody listens on
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -296,7 +296,7 @@ def test_bearer_token_is_sent_instead_of_the_user_header(tmp_path: Path) -> None
 
 
 def test_help_lists_the_seed_002_options() -> None:
-    """SPEC §8: --once, --log-dir, --max-prompt-tokens, --warn-prompt-tokens, --tokenizer-model."""
+    """LOC-1: --once, --log-dir, --max-prompt-tokens, --warn-prompt-tokens, --tokenizer-model."""
     # When help is asked for
     result = run_chat("--help")
     # Then the options are documented

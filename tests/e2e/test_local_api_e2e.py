@@ -1,4 +1,4 @@
-"""`make run`'s server over real HTTP, its model the stand-in OpenAI server (SPEC §8, API-1, API-2, TOK-6)."""
+"""`make run`'s server over real HTTP, its model the stand-in OpenAI server (LOC-1, API-1, API-2, TOK-6)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_provider_failure_answers_502_and_stores_both_messages(
 
 
 def test_no_identity_header_is_401(server: ServerProcess) -> None:
-    """SPEC §4: the local server takes identity from X-User-Id only; without it the handler answers 401."""
+    """API-8: the local server takes identity from X-User-Id only; without it the handler answers 401."""
     # Given a client that sends no X-User-Id
     with server.client(user=None) as anonymous:
         # When it lists conversations
@@ -94,7 +94,7 @@ def test_no_identity_header_is_401(server: ServerProcess) -> None:
 
 
 def test_users_see_only_their_own_conversations(server: ServerProcess, api: httpx.Client) -> None:
-    """SPEC §4: another user's conversation is 404, and absent from their list."""
+    """API-8: another user's conversation is 404, and absent from their list."""
     # Given a conversation of alice
     mine = api.post("/conversations", json={"title": "alice only"}).json()["conversation_id"]
     # When bob reads it and lists his own
@@ -121,7 +121,7 @@ def test_unknown_route_is_404_and_wrong_method_is_405(api: httpx.Client) -> None
 def test_window_route_builds_the_window_without_calling_the_model(
     api: httpx.Client, model: OpenAIStandin
 ) -> None:
-    """SPEC §4 build window: what a post would send, no model call."""
+    """API-8 build window: what a post would send, no model call."""
     # Given a conversation with one turn
     first = api.post("/messages", json={"content": "remember the number 7"}).json()
     calls = len(model.completion_requests)
@@ -140,7 +140,7 @@ def test_window_route_builds_the_window_without_calling_the_model(
 def test_every_request_gets_one_log_line_with_method_path_status_and_ms(
     server: ServerProcess, api: httpx.Client
 ) -> None:
-    """Issue 4: one log line per request (method, path, status, milliseconds)."""
+    """LOC-1: one log line per request (method, path, status, milliseconds)."""
     # When a request is made
     since = server.mark()
     api.get("/conversations?limit=3")
@@ -150,7 +150,7 @@ def test_every_request_gets_one_log_line_with_method_path_status_and_ms(
 
 
 def test_openapi_document_lists_every_template_route(api: httpx.Client) -> None:
-    """Issue 4: the OpenAPI document is served, merged from the handlers' resolvers."""
+    """LOC-1: the OpenAPI document is served, merged from the handlers' resolvers."""
     # When the document is fetched
     document = api.get("/openapi.json").json()
     # Then every route of template.yaml is in it, with request schemas from the handlers
@@ -164,7 +164,7 @@ def test_openapi_document_lists_every_template_route(api: httpx.Client) -> None:
 
 
 def test_swagger_ui_page_needs_no_internet(api: httpx.Client) -> None:
-    """Issue 4: the Swagger UI page is served with its assets inlined (no CDN at run time)."""
+    """LOC-1: the Swagger UI page is served with its assets inlined (no CDN at run time)."""
     # When the docs page is fetched
     page = api.get("/docs")
     # Then it is HTML with Swagger UI inlined and no external script or stylesheet

@@ -30,7 +30,7 @@ def _wait_for_file_containing(path: Path, text: str, timeout_s: float = 15.0) ->
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_data_survives_a_restart(tmp_path: Path, stop_signal: signal.Signals) -> None:
-    """SPEC §8 / issue 4: data survives a restart of `make run` (SIGTERM or Ctrl-C), kept in the data dir."""
+    """LOC-1: data survives a restart of `make run` (SIGTERM or Ctrl-C), kept in the data dir."""
     # Given a server with a conversation of two turns (offline model)
     first = ServerProcess(tmp_path).start()
     with first.client("dora") as api:
@@ -98,7 +98,7 @@ def test_a_corrupt_snapshot_stops_the_start_instead_of_losing_it(tmp_path: Path)
 
 
 def test_offline_model_is_announced_in_the_banner_and_in_every_reply(tmp_path: Path) -> None:
-    """SPEC §8: without LLM_BASE_URL a built-in offline model answers, said so loudly."""
+    """LOC-1: without LLM_BASE_URL a built-in offline model answers, said so loudly."""
     # Given a server started without LLM_BASE_URL
     server = ServerProcess(tmp_path).start()
     try:
@@ -134,7 +134,7 @@ def test_port_in_use_is_a_clear_message(tmp_path: Path) -> None:
 
 
 def test_stream_functions_receive_the_tables_stream_records(tmp_path: Path) -> None:
-    """Issue 4: stream-triggered functions of the template get the embedded table's records in-process,
+    """LOC-1: stream-triggered functions of the template get the embedded table's records in-process,
     filtered by the function's FilterCriteria, with partial batch failures retried."""
     # Given the test-only template: a writer route and a stream-triggered audit function
     server = ServerProcess(tmp_path, args=["--template", str(FIXTURE_TEMPLATE)]).start()
@@ -194,7 +194,7 @@ def test_two_servers_cannot_share_a_data_dir(tmp_path: Path) -> None:
 
 
 def test_external_dynamodb_endpoint_gets_the_table_and_keeps_the_data(tmp_path: Path) -> None:
-    """Issue 4: DYNAMODB_ENDPOINT (DynamoDB Local, a real table) is used instead of the embedded store,
+    """LOC-1: DYNAMODB_ENDPOINT (DynamoDB Local, a real table) is used instead of the embedded store,
     the table is created there when missing, and no local snapshot is written.
 
     A standalone moto server plays the external endpoint here (DynamoDB Local needs Java)."""

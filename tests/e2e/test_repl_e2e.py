@@ -97,7 +97,7 @@ def test_repl_first_question_from_argv_then_ctrl_d(spawn: object, model: OpenAIS
 
 
 def test_repl_window_list_and_new(spawn: object, model: OpenAIStandin, tmp_path: Path) -> None:
-    """Issue 4: /window shows what would be sent with token counts; /list lists; /new starts a new session."""
+    """LOC-1: /window shows what would be sent with token counts; /list lists; /new starts a new session."""
     # Given a REPL with one turn
     child = spawn()  # type: ignore[operator]
     child.expect(SESSION)
@@ -153,7 +153,7 @@ def test_repl_refuses_an_oversized_prompt_and_keeps_going(spawn: object, model: 
 
 
 def test_repl_shows_a_spinner_while_the_model_thinks(spawn: object, model: OpenAIStandin) -> None:
-    """Issue 4: a spinner while the model thinks, on a terminal."""
+    """LOC-1: a spinner while the model thinks, on a terminal."""
     # Given a slow model
     model.set_mode("slow", slow_seconds=1.0)
     child = spawn()  # type: ignore[operator]

@@ -147,7 +147,7 @@ def test_too_long_content_has_its_own_code(chat_service: None) -> None:
 
 
 def test_validation_error_names_the_field(chat_service: None) -> None:
-    """SPEC §9: validation errors use the one shape and say which field is wrong."""
+    """DES-1: validation errors use the one shape and say which field is wrong."""
     # Given a body with a wrong type and an unknown field
     event = events.post_message({"content": 5, "colour": "blue"})
     # When it is posted
@@ -219,7 +219,7 @@ def test_base64_encoded_body_is_accepted(chat_service: None) -> None:
 
 
 def test_unknown_route_is_json_404(chat_service: None) -> None:
-    """SPEC §9: even a request for a route the function does not serve gets the one error shape."""
+    """DES-1: even a request for a route the function does not serve gets the one error shape."""
     # Given a request for another path
     event = events.http_event("GET", "/nowhere")
     # When it reaches a function

@@ -1,4 +1,4 @@
-"""SPEC §4: 404 for anything of another user, deleted or nonexistent; 401 without identity — every route."""
+"""API-8: 404 for anything of another user, deleted or nonexistent; 401 without identity — every route."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def alices_conversation(chat_service: None) -> str:
 def test_another_users_conversation_is_404(
     alices_conversation: str, route: str, call: Callable[[str, str], Answer]
 ) -> None:
-    """SPEC §4: a user only ever sees their own conversations; anything else is 404 (not 403)."""
+    """API-8: a user only ever sees their own conversations; anything else is 404 (not 403)."""
     # Given alice's conversation
     # When bob uses its id on the route
     answer = call(alices_conversation, "bob")
@@ -47,7 +47,7 @@ def test_another_users_conversation_is_404(
 
 
 def test_another_users_listing_is_empty(alices_conversation: str) -> None:
-    """SPEC §4/§5: listing is per owner; bob sees none of alice's conversations."""
+    """API-8/§5: listing is per owner; bob sees none of alice's conversations."""
     # Given alice's conversation
     # When bob lists his conversations
     answer = api.listing(user="bob")
@@ -57,7 +57,7 @@ def test_another_users_listing_is_empty(alices_conversation: str) -> None:
 
 
 def test_owner_ids_with_separators_cannot_reach_other_keys(chat_service: None) -> None:
-    """SPEC §5 owner-prefixed keys: an owner id containing '#' or '%' cannot forge another owner's prefix."""
+    """STO-1 owner-prefixed keys: an owner id containing '#' or '%' cannot forge another owner's prefix."""
     # Given conversations of "alice" and of a user whose id looks like a key fragment
     victim = api.post("victim", user="alice").body["conversation_id"]
     forger = "alice#CONV#" + victim
@@ -116,7 +116,7 @@ ANONYMOUS_EVENTS = {
 
 @pytest.mark.parametrize("route", sorted(ANONYMOUS_EVENTS))
 def test_no_identity_is_401(chat_service: None, route: str) -> None:
-    """SPEC §4: no identity -> 401 on every route."""
+    """API-8: no identity -> 401 on every route."""
     # Given a request without a JWT sub
     event = ANONYMOUS_EVENTS[route]()
     # When it reaches the function
@@ -128,7 +128,7 @@ def test_no_identity_is_401(chat_service: None, route: str) -> None:
 
 @pytest.mark.parametrize("sub", ["", "   ", "a\nb", "x" * 513])
 def test_unusable_identity_is_401(chat_service: None, sub: str) -> None:
-    """SPEC §4: a blank, control-character or oversized `sub` is no identity (401), not a key."""
+    """API-8: a blank, control-character or oversized `sub` is no identity (401), not a key."""
     # Given a JWT whose sub is unusable
     # When the caller lists conversations
     answer = invoke("list_conversations", events.list_conversations(user=sub))
@@ -137,7 +137,7 @@ def test_unusable_identity_is_401(chat_service: None, sub: str) -> None:
 
 
 def test_no_identity_with_bad_body_is_still_401(chat_service: None) -> None:
-    """SPEC §4: identity is checked first: an anonymous request with a malformed body is 401, not 4xx."""
+    """API-8: identity is checked first: an anonymous request with a malformed body is 401, not 4xx."""
     # Given an anonymous request with malformed JSON
     event = events.post_message(raw_body="{nope", user=None)
     # When it reaches the function

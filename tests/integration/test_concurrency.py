@@ -1,4 +1,4 @@
-"""SPEC §5: concurrent posts to one conversation never lose or reorder messages; the sequence stays strict."""
+"""REL-5: concurrent posts to one conversation never lose or reorder messages; the sequence stays strict."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ POSTERS = 6
 def test_concurrent_posts_lose_nothing_and_keep_turns_in_order(
     chat_service: None, serialized_moto: None
 ) -> None:
-    """SPEC §5 / §9: posters race for next_seq; every turn lands whole, in one strict sequence."""
+    """REL-5 / §9: posters race for next_seq; every turn lands whole, in one strict sequence."""
     # Given a conversation with one turn
     conversation_id = api.post("opening").body["conversation_id"]
     start = threading.Barrier(POSTERS)

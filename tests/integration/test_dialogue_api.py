@@ -506,7 +506,7 @@ def test_sqs_redelivery_with_entry_ids_stores_once(chat_service: None) -> None:
 
 
 def test_ingest_direct_invocation(chat_service: None) -> None:
-    """SPEC §6 direct invocation: a plain JSON payload (no Records) is stored and answered."""
+    """EVT-1 direct invocation: a plain JSON payload (no Records) is stored and answered."""
     result = ingest(
         {
             "owner": "alice",
@@ -521,7 +521,7 @@ def test_ingest_direct_invocation(chat_service: None) -> None:
 
 
 def test_dialogue_routes_never_scan(chat_service: None, dynamo_calls: Counter[str]) -> None:
-    """SPEC §5: every dialogue access is GetItem/Query (or batch/transaction writes) — never a Scan."""
+    """STO-1: every dialogue access is GetItem/Query (or batch/transaction writes) — never a Scan."""
     _world_with_history()
     history("A,B")
     prompt({"participants": ["A", "B"], "system_prompt": "x", "token_method": "estimate"})

@@ -323,7 +323,7 @@ def test_concurrent_writers_and_starters_lose_nothing(table: None, serialized_mo
 
 
 def test_retrieval_starts_from_the_rarest_participant(table: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SPEC §7 / seed 004 §2.4 intersection: only the index of the participant with the fewest dialogues
+    """DLG-1 / seed 004 §2.4 intersection: only the index of the participant with the fewest dialogues
     is queried, and only superset dialogues are read; one BatchGetItem reads all counters."""
     # Given "player" is in many dialogues and "zorg" in two (the 1v1 and one group)
     for i in range(6):

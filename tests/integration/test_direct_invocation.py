@@ -1,4 +1,4 @@
-"""SPEC §6 / issue 5 item 6: every function also takes a plain JSON payload (no API Gateway envelope)."""
+"""EVT-1 / AGT-1: every function also takes a plain JSON payload (no API Gateway envelope)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ EVENTS = Path(__file__).resolve().parents[2] / "events"
 
 
 def test_direct_create_post_get_list_window_events_pin_delete(chat_service: None) -> None:
-    """SPEC §6 direct invocation, each conversation function: same operation, plain JSON result."""
+    """EVT-1 direct invocation, each conversation function: same operation, plain JSON result."""
     # Given nothing; When a conversation is created directly
     created = direct("create_conversation", {"user_id": "alice", "body": {"title": "from a workflow"}})
     # Then the result is plain JSON: status and the parsed body
@@ -80,7 +80,7 @@ def test_direct_create_post_get_list_window_events_pin_delete(chat_service: None
 
 
 def test_direct_identity_is_the_payload_user(chat_service: None) -> None:
-    """SPEC §4 isolation holds for direct calls: user_id scopes every read like the JWT `sub` does."""
+    """API-8 isolation holds for direct calls: user_id scopes every read like the JWT `sub` does."""
     conversation_id = api.post("alice's secret").body["conversation_id"]
     other = direct(
         "get_conversation", {"user_id": "bob", "path_parameters": {"conversation_id": conversation_id}}
@@ -127,7 +127,7 @@ def test_direct_path_parameters_are_required_and_cannot_escape_the_route(chat_se
 
 
 def test_direct_invocation_reaches_the_dialogue_functions_too(chat_service: None) -> None:
-    """SPEC §6 "each function": the shared resolver gives the dialogue routes direct invocation as well."""
+    """EVT-1 "each function": the shared resolver gives the dialogue routes direct invocation as well."""
     result = direct(
         "get_dialogue_history",
         {"user_id": "alice", "path_parameters": {"world_id": "colony-1"}, "query": {"participants": "a,b"}},
@@ -137,7 +137,7 @@ def test_direct_invocation_reaches_the_dialogue_functions_too(chat_service: None
 
 
 def test_direct_tool_result_post_continues_the_turn(standin_llm: OpenAIStandin) -> None:
-    """Issue 5 item 2 from a workflow: a Step Functions task can post tool results directly."""
+    """AGT-1 from a workflow: a Step Functions task can post tool results directly."""
     standin_llm.set_mode("tool_call")
     asked = direct("post_message", {"user_id": "alice", "body": {"content": "weather?"}})
     call = asked["body"]["assistant_message"]["tool_calls"][0]
@@ -162,7 +162,7 @@ def test_direct_tool_result_post_continues_the_turn(standin_llm: OpenAIStandin) 
 def test_direct_sample_events_run_as_shipped(
     chat_service: None, name: str, function: str, status: int
 ) -> None:
-    """Issue 5 item 6: events/direct_*.json are plain payloads their function answers (sam local invoke)."""
+    """AGT-1: events/direct_*.json are plain payloads their function answers (sam local invoke)."""
     # Given the sample payload (its ids name nothing stored, so reads of them are 404)
     payload = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
     assert "requestContext" not in payload

@@ -1,4 +1,4 @@
-"""API-4 / SPEC §9: a post is one Query and two TransactWrites, whatever the conversation's length."""
+"""API-4 / DES-1: a post is one Query and two TransactWrites, whatever the conversation's length."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_post_does_the_same_dynamodb_work_at_6_and_60_messages(
 
 
 def test_first_message_needs_no_read(chat_service: None, dynamo_calls: Counter[str]) -> None:
-    """API-1 + SPEC §9: creating on the first message is two TransactWrites and no read."""
+    """API-1 + DES-1: creating on the first message is two TransactWrites and no read."""
     # Given nothing
     # When a first message is posted
     assert api.post("hello").status == 201

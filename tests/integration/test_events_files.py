@@ -26,7 +26,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sample_event_is_answered_by_its_function(chat_service: None, name: str) -> None:
-    """Issue 3 item 6: one API Gateway HTTP API v2 event per function, routed by that function."""
+    """STO-1: one API Gateway HTTP API v2 event per function, routed by that function."""
     # Given the sample event of the function
     event = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
     assert event["version"] == "2.0"

@@ -64,7 +64,7 @@ def test_same_key_with_another_body_is_refused(standin_llm: OpenAIStandin) -> No
 
 
 def test_key_is_scoped_to_the_caller(standin_llm: OpenAIStandin) -> None:
-    """SPEC §9: the idempotency key includes the caller's identity; bob's key never replays alice's turn."""
+    """DES-1: the idempotency key includes the caller's identity; bob's key never replays alice's turn."""
     # Given alice posted with a key
     alice = api.post("alice's words", user="alice", idempotency_key="shared-key")
     # When bob posts with the same key and the same body

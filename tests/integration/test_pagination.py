@@ -1,4 +1,4 @@
-"""SPEC §4 pagination: `limit` + opaque `cursor` on list and detail; cursors are useless to anyone else."""
+"""API-8 pagination: `limit` + opaque `cursor` on list and detail; cursors are useless to anyone else."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 def test_list_pages_through_every_conversation_newest_first(chat_service: None) -> None:
-    """SPEC §4 GET /conversations: pages of `limit`, newest updated_at first, no gaps or repeats."""
+    """API-8 GET /conversations: pages of `limit`, newest updated_at first, no gaps or repeats."""
     # Given five conversations
     created = [api.post(f"c{n}").body["conversation_id"] for n in range(5)]
     # When the list is read two at a time
@@ -29,7 +29,7 @@ def test_list_pages_through_every_conversation_newest_first(chat_service: None) 
 
 
 def test_list_cursor_of_another_user_is_refused(chat_service: None) -> None:
-    """SPEC §4: another user's cursor is useless: 400 invalid_cursor, nothing of the owner leaks."""
+    """API-8: another user's cursor is useless: 400 invalid_cursor, nothing of the owner leaks."""
     # Given alice has a next_cursor
     for n in range(3):
         api.post(f"a{n}", user="alice")
@@ -43,7 +43,7 @@ def test_list_cursor_of_another_user_is_refused(chat_service: None) -> None:
 
 
 def test_tampered_cursor_is_refused(chat_service: None) -> None:
-    """SPEC §4: a cursor edited by the client is 400, never a 500 or a read elsewhere."""
+    """API-8: a cursor edited by the client is 400, never a 500 or a read elsewhere."""
     # Given a valid cursor
     for n in range(3):
         api.post(f"t{n}")
@@ -58,7 +58,7 @@ def test_tampered_cursor_is_refused(chat_service: None) -> None:
 
 
 def test_detail_pages_messages_oldest_first(chat_service: None) -> None:
-    """SPEC §4 GET /conversations/{id}: messages oldest first, `limit` per page, cursor to continue."""
+    """API-8 GET /conversations/{id}: messages oldest first, `limit` per page, cursor to continue."""
     # Given a conversation of 14 messages
     conversation_id = api.post("m0").body["conversation_id"]
     for n in range(1, 7):
@@ -82,7 +82,7 @@ def test_detail_pages_messages_oldest_first(chat_service: None) -> None:
 
 
 def test_detail_cursor_is_bound_to_its_conversation_and_owner(chat_service: None) -> None:
-    """SPEC §4: a detail cursor works only on its conversation, for its owner."""
+    """API-8: a detail cursor works only on its conversation, for its owner."""
     # Given two conversations of alice and a cursor into the first
     first = api.post("x").body["conversation_id"]
     api.post("y", first)

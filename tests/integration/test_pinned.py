@@ -1,4 +1,4 @@
-"""Pinned messages (issue 5 item 3, WIN-3, seed 001 "保留重要消息"): kept before other history."""
+"""Pinned messages (AGT-1, WIN-3, seed 001 "保留重要消息"): kept before other history."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_post_with_pinned_messages_is_still_one_query(chat_service: None, dynamo
     "case", ["other_user", "unknown_message", "malformed_message", "unknown_conversation"]
 )
 def test_pin_is_404_for_what_the_caller_cannot_see(chat_service: None, case: str) -> None:
-    """SPEC §4 isolation on PATCH: another user's conversation, unknown or malformed ids -> 404."""
+    """API-8 isolation on PATCH: another user's conversation, unknown or malformed ids -> 404."""
     conversation_id, messages = _long_conversation(1)
     target, message_id, user = conversation_id, messages[0]["message_id"], "alice"
     expected = "conversation_not_found"
@@ -156,7 +156,7 @@ def test_tool_messages_and_failed_replies_cannot_be_pinned(standin_llm: OpenAISt
 
 
 def test_at_most_twenty_pins(chat_service: None) -> None:
-    """Issue 5 item 3 bound: the conversation item holds at most 20 pinned messages; the 21st is 422."""
+    """AGT-1 bound: the conversation item holds at most 20 pinned messages; the 21st is 422."""
     conversation_id, messages = _long_conversation(11)
     for message in messages[:20]:
         assert pin(conversation_id, message["message_id"]).status == 200
@@ -168,7 +168,7 @@ def test_at_most_twenty_pins(chat_service: None) -> None:
 
 
 def test_pin_without_identity_is_401(chat_service: None) -> None:
-    """SPEC §4: no identity is 401 on PATCH too; nothing changes."""
+    """API-8: no identity is 401 on PATCH too; nothing changes."""
     conversation_id, messages = _long_conversation(1)
     answer = pin(conversation_id, messages[0]["message_id"], user=None)
     assert answer.status == 401

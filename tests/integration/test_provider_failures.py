@@ -101,7 +101,7 @@ def test_failed_turn_is_left_out_of_later_windows(standin_llm: OpenAIStandin) ->
 
 
 def test_counters_after_mixed_turns(standin_llm: OpenAIStandin) -> None:
-    """SPEC §5: the conversation item's counters and usage totals match its messages."""
+    """STO-1: the conversation item's counters and usage totals match its messages."""
     # Given ok, failed and ok turns
     conversation_id = api.post("a").body["conversation_id"]
     standin_llm.set_mode("error500")

@@ -1,4 +1,4 @@
-"""Issue 7.2 / SPEC §5, in-process on moto (made atomic per request, as DynamoDB is): 20 posters on one
+"""REL-5, in-process on moto (made atomic per request, as DynamoDB is): 20 posters on one
 conversation, and posts racing a delete. The same scenarios run over HTTP in tests/reliability."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _outcome(request: PostMessageIn, start: threading.Barrier) -> int:
 def test_twenty_posters_on_one_conversation_land_exactly_once_in_order(
     chat_service: None, serialized_moto: None
 ) -> None:
-    """SPEC §5: 20 simultaneous posts (operation level): all land, strict sequence, exact counters."""
+    """REL-5: 20 simultaneous posts (operation level): all land, strict sequence, exact counters."""
     # Given a conversation with one turn
     conversation_id = api.post("opening").body["conversation_id"]
     start = threading.Barrier(POSTERS)
@@ -82,7 +82,7 @@ def test_twenty_posters_on_one_conversation_land_exactly_once_in_order(
 
 
 def test_posts_racing_a_delete_land_whole_or_not_at_all(chat_service: None, serialized_moto: None) -> None:
-    """SPEC §4/§5: posts and two deletes at once: one delete wins; each post is whole or a clean 404."""
+    """API-8/§5: posts and two deletes at once: one delete wins; each post is whole or a clean 404."""
     # Given a conversation with one turn
     conversation_id = api.post("opening").body["conversation_id"]
     posters = 10

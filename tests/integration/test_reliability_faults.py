@@ -1,4 +1,4 @@
-"""Issue 7.3: DynamoDB and provider faults injected for real, through the handlers.
+"""REL-8: DynamoDB and provider faults injected for real, through the handlers.
 
 DynamoDB faults are answered inside botocore (tests/reliability/faults.py), so botocore's own retry
 policy runs on them; what is left after DYNAMODB_MAX_ATTEMPTS must be a clean 503 store_unavailable
@@ -75,7 +75,7 @@ def _assert_counters_exact(conversation_id: str) -> list[dict[str, Any]]:
 
 
 def test_throttled_transactions_are_retried_and_the_post_lands(faults: DynamoFaults) -> None:
-    """Issue 7.3: throttling within DYNAMODB_MAX_ATTEMPTS (4) is absorbed by botocore's retries."""
+    """REL-8: throttling within DYNAMODB_MAX_ATTEMPTS (4) is absorbed by botocore's retries."""
     # Given a conversation, and DynamoDB throttling the next three TransactWriteItems
     conversation_id = api.post("first").body["conversation_id"]
     faults.fail("TransactWriteItems", "ProvisionedThroughputExceededException", times=3)
@@ -94,7 +94,7 @@ def test_throttled_transactions_are_retried_and_the_post_lands(faults: DynamoFau
 def test_store_failures_past_the_retries_answer_503_and_write_nothing(
     faults: DynamoFaults, operation: str, code: str
 ) -> None:
-    """Issue 7.3: the post's read or TransactWrite #1 keeps failing -> 503 + Retry-After, nothing written."""
+    """REL-8: the post's read or TransactWrite #1 keeps failing -> 503 + Retry-After, nothing written."""
     # Given a conversation with one turn
     conversation_id = api.post("first").body["conversation_id"]
     before = _state(conversation_id)
@@ -123,7 +123,7 @@ def _route_event(route: Route, ids: dict[str, str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("route", http_routes(), ids=str)
 def test_every_route_answers_503_when_the_store_keeps_failing(faults: DynamoFaults, route: Route) -> None:
-    """Issue 7.3 / SPEC §9: on every template route, a store that stays unavailable is a 503 with
+    """REL-8 / DES-1: on every template route, a store that stays unavailable is a 503 with
     Retry-After in the one error shape (never a 500, never internal text)."""
     # Given a conversation and a dialogue to address, then DynamoDB throttling every call
     first = api.post("first").body
@@ -187,7 +187,7 @@ def test_a_reply_that_cannot_be_stored_is_handed_to_the_caller(faults: DynamoFau
 def test_when_the_fallback_fails_too_the_next_post_repairs_the_reserved_slot(
     faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 7.3: every later TransactWrite fails -> 503; the question is visible, its slot empty; once
+    """REL-8: every later TransactWrite fails -> 503; the question is visible, its slot empty; once
     the turn is older than ABANDONED_TURN_SECONDS the next post closes it as an error and goes on."""
     # Given a conversation, and every TransactWriteItems after the next post's first one failing
     conversation_id = api.post("first").body["conversation_id"]
@@ -231,7 +231,7 @@ class _DiesMidCall:
 def test_a_crash_during_the_model_call_keeps_the_question_and_never_wedges(
     chat_service: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 7.3: the process dies between TransactWrite #1 and #2. The question is in the detail; a post
+    """REL-8: the process dies between TransactWrite #1 and #2. The question is in the detail; a post
     right after leaves the (possibly still running) slot alone; once abandoned, it is closed as an error."""
     # Given a conversation whose next model call kills the process
     conversation_id = api.post("first").body["conversation_id"]
@@ -296,7 +296,7 @@ def test_the_model_call_is_cut_at_the_functions_remaining_time(patient_provider:
 
 
 def test_no_model_call_starts_without_time_to_store_its_answer(patient_provider: OpenAIStandin) -> None:
-    """Issue 7.3: under 3 s left, the model is not called at all; the turn is stored as failed."""
+    """REL-8: under 3 s left, the model is not called at all; the turn is stored as failed."""
     # Given an invocation with 2.5 s left
     context = LambdaContext(remaining_ms=2_500)
     # When a message is posted
@@ -328,7 +328,7 @@ def _stored_item_bytes(conversation_id: str, seq: int) -> int:
 def test_oversized_replies_fit_their_item(
     standin_llm: OpenAIStandin, mode: str, size: int, status: int
 ) -> None:
-    """Issue 7.3 / 7.5: whatever the provider sends, the stored reply is under DynamoDB's 400 KB."""
+    """REL-8 / 7.5: whatever the provider sends, the stored reply is under DynamoDB's 400 KB."""
     # Given a provider answering with a body of `size` bytes
     standin_llm.configure(mode=mode, huge_bytes=size)
     # When a message is posted

@@ -1,4 +1,4 @@
-"""Issue 7.5 / API-3 / API-5: every size limit answers a clear 4xx in the one error shape, and no item
+"""REL-9 / API-3 / API-5: every size limit answers a clear 4xx in the one error shape, and no item
 the service writes can exceed DynamoDB's 400 KB (capped or refused).
 
 Limits (see README "Reliability"): request bodies 256 KiB (POST /messages 1 MiB; dialogue bulk routes
@@ -68,7 +68,7 @@ def _nothing_stored() -> None:
 def test_bodies_over_256_kib_are_refused_413_before_parsing(
     chat_service: None, name: str, make_event: Any
 ) -> None:
-    """Issue 7.5: a 300 KB body is 413 payload_too_large, whatever it contains; nothing is written."""
+    """REL-9: a 300 KB body is 413 payload_too_large, whatever it contains; nothing is written."""
     # Given a body of 300 KB
     body = {"title": "x", "system_prompt": "y" * 300_000}
     # When it is sent
@@ -80,7 +80,7 @@ def test_bodies_over_256_kib_are_refused_413_before_parsing(
 
 
 def test_a_base64_body_is_measured_decoded(chat_service: None) -> None:
-    """Issue 7.5: API Gateway base64-encodes binary bodies; the limit applies to what the client sent."""
+    """REL-9: API Gateway base64-encodes binary bodies; the limit applies to what the client sent."""
     # Given a 200 KB body (under the limit) and a 300 KB one, both base64-encoded by API Gateway
     small = events.create_conversation({"title": "t", "system_prompt": "s" * 20_000}, base64_body=True)
     large = events.create_conversation({"system_prompt": "s" * 300_000}, base64_body=True)
@@ -92,7 +92,7 @@ def test_a_base64_body_is_measured_decoded(chat_service: None) -> None:
 
 
 def test_post_message_takes_bodies_up_to_1_mib_and_refuses_larger(chat_service: None) -> None:
-    """Issue 7.5: POST /messages allows 1 MiB (recorded tool messages, escaped); beyond it 413."""
+    """REL-9: POST /messages allows 1 MiB (recorded tool messages, escaped); beyond it 413."""
     # Given a 600 KB body and a 1.1 MB body
     medium = events.post_message({"content": "z" * 600_000})
     huge = events.post_message({"content": "z" * 1_100_000})
@@ -104,7 +104,7 @@ def test_post_message_takes_bodies_up_to_1_mib_and_refuses_larger(chat_service: 
 
 
 def test_bulk_dialogue_bodies_are_not_held_to_the_conversation_limit(chat_service: None) -> None:
-    """Issue 7.5: 100 dialogue entries of 5000 characters (~500 KB) are a valid request (seed 004)."""
+    """REL-9: 100 dialogue entries of 5000 characters (~500 KB) are a valid request (seed 004)."""
     # Given the largest valid batch of dialogue entries
     entries = [
         {"participant_id": "a", "role": "user", "content": "e" * 5000, "game_tick": n} for n in range(100)
@@ -146,7 +146,7 @@ def test_bulk_dialogue_bodies_are_not_held_to_the_conversation_limit(chat_servic
 def test_conversation_fields_over_their_limits_are_422(
     chat_service: None, fields: dict[str, Any], status: int, field: str
 ) -> None:
-    """Issue 7.5 / API-5: each oversized or malformed field of POST /conversations names itself."""
+    """REL-9 / API-5: each oversized or malformed field of POST /conversations names itself."""
     # When a conversation is created with the field out of bounds
     error = _refused(api.create(**fields), status, "validation_error")
     # Then the error says which field, and nothing is stored
@@ -167,7 +167,7 @@ def test_conversation_fields_over_their_limits_are_422(
 def test_message_fields_over_their_limits_are_4xx(
     chat_service: None, fields: dict[str, Any], status: int, code: str
 ) -> None:
-    """Issue 7.5 / API-3 / API-5: content, ids and model out of bounds; the model is not called."""
+    """REL-9 / API-3 / API-5: content, ids and model out of bounds; the model is not called."""
     # When a message with the field out of bounds is posted
     answer = api.invoke("post_message", events.post_message(fields))
     # Then a clear 4xx, nothing stored
@@ -176,7 +176,7 @@ def test_message_fields_over_their_limits_are_4xx(
 
 
 def test_header_and_identity_lengths_are_checked(chat_service: None) -> None:
-    """Issue 7.5: Idempotency-Key over 255 characters is 400; a caller id over 512 is no identity (401)."""
+    """REL-9: Idempotency-Key over 255 characters is 400; a caller id over 512 is no identity (401)."""
     # When a post carries a 256-character Idempotency-Key, and another comes from a 513-character caller
     keyed = api.post("hi", idempotency_key="k" * 256)
     anonymous = api.post("hi", user="u" * (MAX_OWNER_LENGTH + 1))
@@ -204,7 +204,7 @@ def test_header_and_identity_lengths_are_checked(chat_service: None) -> None:
 def test_page_sizes_and_cursors_are_bounded(
     chat_service: None, route: str, query: dict[str, str], ok: bool
 ) -> None:
-    """Issue 7.5 / API-5: `limit` is 1..100 on the listing and 1..200 on messages; bad cursors are 4xx."""
+    """REL-9 / API-5: `limit` is 1..100 on the listing and 1..200 on messages; bad cursors are 4xx."""
     # Given a conversation
     conversation_id = api.post("hello").body["conversation_id"]
     # When a page is asked for with the query
@@ -237,7 +237,7 @@ def _tool_post(arguments: str = "{}", result: str = "ok", calls: int = 1) -> dic
     ],
 )
 def test_tool_call_sizes_over_their_caps_are_422(chat_service: None, body: dict[str, Any], why: str) -> None:
-    """Issue 7.5 (with issue 5's caps): oversized tool arguments, results and recordings are refused."""
+    """REL-9 (with AGT-1's caps): oversized tool arguments, results and recordings are refused."""
     # When an agent posts a recorded trajectory over a cap
     answer = api.invoke("post_message", events.post_message(body))
     # Then 422 tool_payload_too_large (or a validation error naming the field), nothing stored
@@ -306,7 +306,7 @@ def _assistant(content: str, **fields: Any) -> Message:
 
 
 def test_the_largest_allowed_items_stay_under_400_kb(chat_service: None) -> None:
-    """Issue 7.5: items built at every cap with the worst characters: user message, conversation (with
+    """REL-9: items built at every cap with the worst characters: user message, conversation (with
     pins and an open turn), assistant reply with tool calls, stored failure, all under DynamoDB's 400 KB."""
     settings = get_settings()
     owner = "o" * MAX_OWNER_LENGTH
@@ -377,7 +377,7 @@ def test_the_largest_allowed_items_stay_under_400_kb(chat_service: None) -> None
 
 
 def test_a_reply_over_the_reply_cap_becomes_a_stored_failure() -> None:
-    """Issue 7.5: a reply over MAX_REPLY_BYTES (text plus tool calls) is a `too_large` provider failure."""
+    """REL-9: a reply over MAX_REPLY_BYTES (text plus tool calls) is a `too_large` provider failure."""
     limit = get_settings().max_reply_bytes
     # Given replies one byte over the cap, as text and as tool calls
     text_only = _completion("a" * (limit + 1))

@@ -97,7 +97,7 @@ def stream(chat_service: None) -> TableStream:
 
 
 def test_purge_after_ttl_removal_deletes_the_partition_and_nothing_else(stream: TableStream) -> None:
-    """Retention (issue 5 item 5): once TTL removes a soft-deleted conversation, its messages, events
+    """Retention (AGT-1): once TTL removes a soft-deleted conversation, its messages, events
     and summary are deleted; the same user's other conversation and another user's are untouched."""
     # Given alice's conversation with messages, an event and a summary, her second one, and bob's
     doomed = conversation_with(3)
@@ -220,7 +220,7 @@ def test_records_other_than_a_conversations_ttl_removal_purge_nothing(stream: Ta
 def test_direct_invocation_purges_only_expired_conversations(
     stream: TableStream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 5 item 6 + retention: a plain JSON payload purges a conversation past its retention (e.g. to
+    """AGT-1 + retention: a plain JSON payload purges a conversation past its retention (e.g. to
     finish a purge that went to the dead-letter queue); a live one is refused, untouched."""
     handler = api.load("purge_conversation").lambda_handler
     live = conversation_with(2)
@@ -268,7 +268,7 @@ def test_no_summary_is_written_into_a_purged_partition(stream: TableStream) -> N
 
 
 def test_sample_events_pass_the_filter_and_run(chat_service: None) -> None:
-    """Issue 5 item 6: events/purge_conversation*.json (`sam local invoke -e`): the TTL sample passes the
+    """AGT-1: events/purge_conversation*.json (`sam local invoke -e`): the TTL sample passes the
     template's filter and purges nothing on an empty table; the direct sample is accepted too."""
     import json
     from pathlib import Path

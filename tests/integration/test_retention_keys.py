@@ -14,7 +14,7 @@ ids = st.integers(min_value=0, max_value=2**47).map(lambda ms: new_id(ms))
 
 @given(owner=owners, conversation_id=ids)
 def test_a_conversation_key_parses_back_to_its_owner_and_id(owner: str, conversation_id: str) -> None:
-    """SPEC §5 owner-prefixed keys: owners with '#', '%' or '%23' round-trip through the escaped key."""
+    """STO-1 owner-prefixed keys: owners with '#', '%' or '%23' round-trip through the escaped key."""
     # Given any valid owner and id / When the key is built and parsed / Then both come back unchanged
     assert parse_conversation_pk(conversation_pk(owner, conversation_id)) == (owner, conversation_id)
 

@@ -1,4 +1,4 @@
-"""SPEC §5 storage details the HTTP tests cannot reach directly: races with delete, template vs models."""
+"""STO-1 storage details the HTTP tests cannot reach directly: races with delete, template vs models."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: None) -> None:
-    """SPEC §5 + soft delete: a reply landing after DELETE is stored; the conversation stays hidden."""
+    """STO-1 + soft delete: a reply landing after DELETE is stored; the conversation stays hidden."""
     # Given a conversation whose turn passed TransactWrite #1 (user message stored, reply slot reserved)
     conversation_id = api.post("first").body["conversation_id"]
     recent = store.read_recent("alice", conversation_id, 10)
@@ -52,7 +52,7 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
 
 
 def test_template_table_serves_the_store_models() -> None:
-    """Issue 3: the table in template.yaml has the keys, index and TTL attribute the models use."""
+    """STO-1: the table in template.yaml has the keys, index and TTL attribute the models use."""
     # Given the template's table and the store's base model
     props = table_properties()
     # Then keys, the sparse index and the TTL attribute agree

@@ -284,7 +284,7 @@ def test_deleted_conversation_gets_no_summary(conversation: Conversation, standi
 def test_post_stays_one_query_and_two_transact_writes_with_a_summary(
     conversation: Conversation, dynamo_calls: Counter[str]
 ) -> None:
-    """API-4 / SPEC §9: with a summary stored, a post is still 1 Query + 2 TransactWrites and the window
+    """API-4 / DES-1: with a summary stored, a post is still 1 Query + 2 TransactWrites and the window
     route 1 Query (the summary item sorts first in the same descending Query)."""
     # Given a conversation with a summary
     conversation.post_turns(7)
@@ -335,7 +335,7 @@ def test_summary_input_and_length_are_capped(
 
 
 def test_direct_invocation_summarizes_one_conversation(conversation: Conversation) -> None:
-    """Issue 5 item 6: the summarizer also takes a plain JSON payload (no stream envelope)."""
+    """AGT-1: the summarizer also takes a plain JSON payload (no stream envelope)."""
     # Given seven turns whose records were never delivered
     conversation.post_turns(7, process=False)
     handler = api.load("summarize_conversation").lambda_handler
@@ -350,7 +350,7 @@ def test_direct_invocation_summarizes_one_conversation(conversation: Conversatio
 
 
 def test_sample_stream_event_passes_the_filter_and_runs(chat_service: None) -> None:
-    """Issue 5 item 6: events/summarize_conversation*.json (`sam local invoke -e`) are what the function
+    """AGT-1: events/summarize_conversation*.json (`sam local invoke -e`) are what the function
     takes: the stream sample passes the template's filter; both run on an empty table without error."""
     import json
     from pathlib import Path

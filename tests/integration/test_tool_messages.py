@@ -1,4 +1,4 @@
-"""Agent tool messages (issue 5 item 2, WIN-3 tool groups, TOK-4): calls, results, turns, caps."""
+"""Agent tool messages (AGT-1, WIN-3 tool groups, TOK-4): calls, results, turns, caps."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _ask_for_a_tool(standin: OpenAIStandin, content: str = "Weather in Paris?") 
 
 
 def test_model_tool_calls_are_stored_and_answered_with_the_call(standin_llm: OpenAIStandin) -> None:
-    """Issue 5 item 2: a model answer made of tool_calls is stored with them and returned (content null)."""
+    """AGT-1: a model answer made of tool_calls is stored with them and returned (content null)."""
     # Given a model that answers with a tool call
     # When the user posts
     conversation_id, assistant = _ask_for_a_tool(standin_llm)
@@ -117,7 +117,7 @@ def test_tool_result_round_trip_continues_the_turn(standin_llm: OpenAIStandin) -
 
 
 def test_orphan_tool_result_is_rejected_and_nothing_is_written(standin_llm: OpenAIStandin) -> None:
-    """Issue 5 item 2: a result whose tool_call_id matches no pending call is 422; nothing stored."""
+    """AGT-1: a result whose tool_call_id matches no pending call is 422; nothing stored."""
     # Given a model that asked for call_standin_1
     conversation_id, _ = _ask_for_a_tool(standin_llm)
     before = api.detail(conversation_id).body
@@ -133,7 +133,7 @@ def test_orphan_tool_result_is_rejected_and_nothing_is_written(standin_llm: Open
 
 
 def test_a_result_without_any_pending_call_is_an_orphan(chat_service: None) -> None:
-    """Issue 5 item 2: a tool result with no call before it is 422 (new or existing conversation)."""
+    """AGT-1: a tool result with no call before it is 422 (new or existing conversation)."""
     conversation_id = api.post("hello").body["conversation_id"]
     for target in (None, conversation_id):
         answer = api.post("next", target, messages=[_result("call_1")])
@@ -144,7 +144,7 @@ def test_a_result_without_any_pending_call_is_an_orphan(chat_service: None) -> N
 
 
 def test_content_while_tool_calls_are_pending_is_409(standin_llm: OpenAIStandin) -> None:
-    """Issue 5 item 2: the next post after the model's tool calls must carry their results."""
+    """AGT-1: the next post after the model's tool calls must carry their results."""
     conversation_id, _ = _ask_for_a_tool(standin_llm)
     answer = api.post("never mind, new question", conversation_id)
     assert answer.status == 409
@@ -153,7 +153,7 @@ def test_content_while_tool_calls_are_pending_is_409(standin_llm: OpenAIStandin)
 
 
 def test_every_call_must_be_answered_in_the_post(chat_service: None) -> None:
-    """Issue 5 item 2: calls left without results (or a second call before the results) are 422."""
+    """AGT-1: calls left without results (or a second call before the results) are 422."""
     conversation_id = api.post("hello").body["conversation_id"]
     cases = [
         [{"role": "assistant", "content": None, "tool_calls": [_call("a"), _call("b")]}, _result("a")],
@@ -172,7 +172,7 @@ def test_every_call_must_be_answered_in_the_post(chat_service: None) -> None:
 
 
 def test_agent_records_its_tool_trajectory_before_a_question(standin_llm: OpenAIStandin) -> None:
-    """Issue 5 item 2 + TOK-4: an agent's call and results are stored in order and counted with names
+    """AGT-1 + TOK-4: an agent's call and results are stored in order and counted with names
     and arguments; the next window sends them whole."""
     # Given a conversation
     conversation_id = api.post("Plan my day").body["conversation_id"]
@@ -264,7 +264,7 @@ def test_window_keeps_a_tool_group_whole_or_drops_it_whole(standin_llm: OpenAISt
 
 
 def test_tool_payload_caps_are_clear_422s(chat_service: None) -> None:
-    """Issue 5 item 2 sizes: arguments or a result over 32 KiB -> 422 tool_payload_too_large, no write."""
+    """AGT-1 sizes: arguments or a result over 32 KiB -> 422 tool_payload_too_large, no write."""
     conversation_id = api.post("hello").body["conversation_id"]
     big = "x" * (32 * 1024 + 1)
     cases = [

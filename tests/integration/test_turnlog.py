@@ -1,4 +1,4 @@
-"""Seed 002 turn log (SPEC §6, issue 5 item 1): every post is a Turn of Steps, exported as JSONL."""
+"""Seed 002 turn log (EVT-1, AGT-1): every post is a Turn of Steps, exported as JSONL."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_seed002_session_start_on_create_and_session_end_on_delete(chat_service:
 
 @pytest.mark.parametrize("case", ["other_user", "unknown", "malformed", "deleted"])
 def test_events_route_is_404_for_what_the_caller_cannot_see(chat_service: None, case: str) -> None:
-    """SPEC §4 isolation on GET /events: another user's, unknown, malformed or deleted -> 404."""
+    """API-8 isolation on GET /events: another user's, unknown, malformed or deleted -> 404."""
     # Given a conversation of alice
     conversation_id = api.post("private").body["conversation_id"]
     target, user = conversation_id, "alice"
@@ -155,14 +155,14 @@ def test_events_route_is_404_for_what_the_caller_cannot_see(chat_service: None, 
 
 
 def test_events_route_without_identity_is_401(chat_service: None) -> None:
-    """SPEC §4: no identity is 401 on GET /events too."""
+    """API-8: no identity is 401 on GET /events too."""
     conversation_id = api.post("hello").body["conversation_id"]
     answer = turn_log(conversation_id, user=None)
     assert answer.status == 401
 
 
 def test_events_are_paginated_with_an_opaque_cursor_header(chat_service: None) -> None:
-    """SPEC §4 pagination on GET /events: `limit` + X-Next-Cursor; pages join up to the whole log."""
+    """API-8 pagination on GET /events: `limit` + X-Next-Cursor; pages join up to the whole log."""
     # Given a conversation of three turns (1 + 3 * 4 = 13 events)
     conversation_id = api.post("a").body["conversation_id"]
     api.post("b", conversation_id)
@@ -247,7 +247,7 @@ def test_post_query_never_reads_turn_log_events(chat_service: None, monkeypatch:
 def test_turn_log_keeps_the_post_at_one_query_and_two_transactions(
     chat_service: None, dynamo_calls: Counter[str]
 ) -> None:
-    """API-4 / SPEC §9: the turn's events ride in the post's two TransactWrites (no extra round trip)."""
+    """API-4 / DES-1: the turn's events ride in the post's two TransactWrites (no extra round trip)."""
     # Given a conversation with a few turns logged
     conversation_id = api.post("one").body["conversation_id"]
     api.post("two", conversation_id)

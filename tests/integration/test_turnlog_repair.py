@@ -1,4 +1,4 @@
-"""Issue 5 item 1 (seed 002 turn log) x issue 7 item 3 (a failure between the user-message write and the
+"""AGT-1 (seed 002 turn log) x REL item 3 (a failure between the user-message write and the
 assistant write): a turn whose reply was never stored still ends in the log, with turn_end status error.
 
 Two ways a reply slot stays without its reply: TransactWrite #2 fails (the post closes the turn itself,
@@ -77,7 +77,7 @@ def _assert_counts_exact(conversation_id: str) -> list[dict[str, Any]]:
 def test_issue5_1_issue7_3_failed_second_transaction_ends_the_turn_in_the_log(
     faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 5.1 / 7.3: TransactWrite #2 fails -> the events route shows turn_end status error for the
+    """AGT-1 / REL-8: TransactWrite #2 fails -> the events route shows turn_end status error for the
     turn, whose error step names the error reply that fills the slot; the next turn is turn 3."""
     # Given a conversation, no time left to retry the reply's write, and the next post's TransactWrite #2
     # and the reply's write on its own both cancelled for throttling
@@ -119,7 +119,7 @@ def test_issue5_1_issue7_3_failed_second_transaction_ends_the_turn_in_the_log(
 def test_issue5_1_issue7_3_when_the_fallback_fails_too_the_repair_ends_the_turn(
     faults: DynamoFaults, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 5.1 / 7.3: TransactWrite #2 and its fallback both fail -> the turn stays open in the log
+    """AGT-1 / REL-8: TransactWrite #2 and its fallback both fail -> the turn stays open in the log
     (turn_start only) until the next post repairs it: error step + turn_end with closedBy "repair"."""
     # Given a conversation, and every TransactWrite after the next post's first one failing
     conversation_id = api.post("first").body["conversation_id"]
@@ -144,7 +144,7 @@ def test_issue5_1_issue7_3_when_the_fallback_fails_too_the_repair_ends_the_turn(
 def test_issue5_1_issue7_3_a_crashed_turn_is_ended_by_the_next_posts_repair(
     chat_service: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 5.1 / 7.3: the process dies during the model call. A post right after leaves the slot (and
+    """AGT-1 / REL-8: the process dies during the model call. A post right after leaves the slot (and
     the turn) alone; once abandoned, the next post's repair ends turn 2, and that post is turn 4."""
     # Given a conversation whose second post dies while the model answers
     conversation_id = api.post("first").body["conversation_id"]
@@ -189,7 +189,7 @@ def test_issue5_1_issue7_3_a_crashed_turn_is_ended_by_the_next_posts_repair(
 def test_issue7_3_repairing_twice_writes_nothing_twice(
     chat_service: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 7.3 idempotency: two repairs working from the same read close the slot once: one error
+    """REL-8 idempotency: two repairs working from the same read close the slot once: one error
     reply, one turn_end, exact counts; the second repair writes nothing."""
     # Given a crashed turn, abandoned, and a read of the conversation taken before any repair
     conversation_id = api.post("first").body["conversation_id"]
@@ -217,7 +217,7 @@ def test_issue7_3_repairing_twice_writes_nothing_twice(
 def test_issue7_3_a_late_reply_write_after_the_repair_is_refused(
     chat_service: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 7.3 race: a post thought dead stores its reply after the repair closed its turn. Its
+    """REL-8 race: a post thought dead stores its reply after the repair closed its turn. Its
     TransactWrite #2 (reply slot and the same event keys) is refused whole: no second reply, no second
     turn_end, counters untouched."""
     # Given a crashed turn closed by the repair
@@ -271,7 +271,7 @@ def _tool_result(call_id: str = CALL_ID) -> dict[str, Any]:
 def test_issue5_1_a_crash_while_answering_tool_results_ends_the_turn_and_clears_its_state(
     standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 5.1 / 7.3 with tool messages: the post of tool results dies while the model answers them.
+    """AGT-1 / REL-8 with tool messages: the post of tool results dies while the model answers them.
     The repair ends the turn after its observation (step 1 error, stepCount 2) and the conversation no
     longer holds the turn's state; the next question opens turn 2."""
     # Given a model that asked for a tool, and the post of its result dying during the model call
@@ -319,7 +319,7 @@ def test_issue5_1_a_crash_while_answering_tool_results_ends_the_turn_and_clears_
 def test_issue7_3_a_repair_from_a_stale_read_keeps_a_newer_turns_pending_tool_calls(
     standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 7.3: a repair whose read predates a newer turn's tool calls closes the old turn but never
+    """REL-8: a repair whose read predates a newer turn's tool calls closes the old turn but never
     removes the newer turn's state: its pending calls stay, and their results continue that turn."""
     # Given turn 1's post of tool results crashed, and a read of the conversation taken then
     conversation_id = _ask_for_a_tool(standin_llm, "Weather in Paris?")

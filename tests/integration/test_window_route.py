@@ -11,7 +11,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 def test_window_shows_what_a_post_would_send_without_calling_the_model(standin_llm: OpenAIStandin) -> None:
-    """SPEC §4 window route: the same messages a post would send; the model is not called, nothing written."""
+    """API-8 window route: the same messages a post would send; the model is not called, nothing written."""
     # Given a conversation with a system prompt and two turns
     conversation_id = api.create(system_prompt="You are terse.", title="demo").body["conversation_id"]
     api.post("first", conversation_id)

@@ -1,4 +1,4 @@
-"""Issue 7: the pure pieces under the reliability behaviour: DynamoDB item sizes, body limits, which
+"""REL: the pure pieces under the reliability behaviour: DynamoDB item sizes, body limits, which
 failures are transient, the contention backoff, abandoned reply slots, the OpenAPI responses."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pynamodb.exceptions import QueryError
 
 
 def test_item_sizes_follow_dynamodbs_rules() -> None:
-    """Issue 7.5: names + values; strings in UTF-8; numbers ~1 byte per 2 digits + 1; maps/lists 3 + 1
+    """REL-9: names + values; strings in UTF-8; numbers ~1 byte per 2 digits + 1; maps/lists 3 + 1
     per element (AWS "Item sizes and formats")."""
     # Given attribute values of every kind, Then each is sized as DynamoDB sizes it
     assert value_bytes({"S": "héllo"}) == 6
@@ -37,7 +37,7 @@ def test_item_sizes_follow_dynamodbs_rules() -> None:
 
 @given(st.text(max_size=200))
 def test_a_string_attribute_costs_its_utf8_bytes(text: str) -> None:
-    """Issue 7.5: property: S values are their UTF-8 length, plus the name."""
+    """REL-9: property: S values are their UTF-8 length, plus the name."""
     encoded = text.encode("utf-8", "surrogatepass")
     assert item_bytes({"content": {"S": text}}) == len("content") + len(encoded)
 
@@ -47,7 +47,7 @@ def _event(body: str, route: str = "POST /conversations", encoded: bool = False)
 
 
 def test_body_limits_depend_on_the_route() -> None:
-    """Issue 7.5: 256 KiB by default, 1 MiB on POST /messages, Lambda's 6 MiB on the bulk dialogue routes."""
+    """REL-9: 256 KiB by default, 1 MiB on POST /messages, Lambda's 6 MiB on the bulk dialogue routes."""
     settings = Settings()
     assert limits.body_limit("POST /conversations", settings) == 256 * 1024
     assert (
@@ -83,7 +83,7 @@ def _client_error(code: str) -> ClientError:
     ],
 )
 def test_transient_store_failures_are_told_from_bugs(error: Exception, transient: bool) -> None:
-    """Issue 7.3: what retrying later can fix (503) versus a bug (500), also when wrapped."""
+    """REL-8: what retrying later can fix (503) versus a bug (500), also when wrapped."""
     # Given the error wrapped as the store wraps it: PynamoDB's error, then a domain error
     wrapped = QueryError("Failed to query items", error)
     outer = StoreUnavailable("busy")
@@ -97,7 +97,7 @@ def test_transient_store_failures_are_told_from_bugs(error: Exception, transient
 
 
 def test_contention_backoff_is_jittered_and_capped() -> None:
-    """Issue 7.2: full jitter, growing with the attempt, never above the cap."""
+    """REL-5: full jitter, growing with the attempt, never above the cap."""
     waits = [contention_backoff(attempt) for attempt in range(30) for _ in range(20)]
     assert all(0.0 <= w <= CONTENTION_CAP_S for w in waits)
     assert len(set(waits)) > 100
@@ -110,7 +110,7 @@ def _message(seq: int, role: str, age_s: float) -> Message:
 
 
 def test_only_old_empty_reply_slots_count_as_abandoned() -> None:
-    """Issue 7.3: a slot below next_seq without a message is abandoned once its question is older than a
+    """REL-8: a slot below next_seq without a message is abandoned once its question is older than a
     turn can run; a fresh one may belong to a post still running and is left alone."""
     now = datetime.now(UTC)
     history = [_message(1, "user", 600), _message(2, "assistant", 599), _message(3, "user", 500)]
@@ -124,7 +124,7 @@ def test_only_old_empty_reply_slots_count_as_abandoned() -> None:
 
 
 def test_documented_responses_replace_the_resolvers_defaults() -> None:
-    """Issue 7.1: every operation's responses are rewritten; unknown routes get 2XX and the error shape."""
+    """REL-7: every operation's responses are rewritten; unknown routes get 2XX and the error shape."""
     # Given a document as Powertools makes it (200 and its own 422 shape), with one unknown route
     default = {"200": {"description": "ok"}, "422": {"description": "HTTPValidationError"}}
     paths = {

@@ -1,4 +1,4 @@
-"""REL-5 / SPEC §5: concurrent clients over real HTTP against the local server.
+"""REL-5: concurrent clients over real HTTP against the local server.
 
 What this proves: `chat-local-server` serves each request on its own thread and runs up to 32 warm
 containers per function (as `make run`), so 20 or 30 posts really are in flight at once in the
@@ -85,7 +85,7 @@ def test_twenty_clients_posting_to_one_conversation_store_every_message_once_in_
     store_endpoint: str,
     store_table: str,
 ) -> None:
-    """Issue 7.2 / SPEC §5: 20 simultaneous posts: each stored exactly once, each reply right after its
+    """REL-5: 20 simultaneous posts: each stored exactly once, each reply right after its
     question, the sequence strict and gap-free, message_count and usage totals exact."""
     # Given a conversation with one turn
     owner = f"conc-{uuid.uuid4().hex[:8]}"
@@ -138,7 +138,7 @@ def test_posts_racing_a_delete_either_land_whole_or_get_a_clean_404(
     store_endpoint: str,
     store_table: str,
 ) -> None:
-    """Issue 7.2 / SPEC §4: posts and deletes at once. Exactly one delete wins; each post either landed
+    """REL-5: posts and deletes at once. Exactly one delete wins; each post either landed
     whole (question and reply stored) or got a clean 404/409 and left nothing; afterwards the
     conversation is gone for every route and no post succeeds."""
     # Given a conversation with one turn
@@ -202,7 +202,7 @@ def test_thirty_posters_for_three_rounds_all_land_in_order(
     store_endpoint: str,
     store_table: str,
 ) -> None:
-    """REL-5 / SPEC §5: 3 rounds of 30 simultaneous posts to one conversation: every post answers 201
+    """REL-5: 3 rounds of 30 simultaneous posts to one conversation: every post answers 201
     (the documented 409/503 retry aside), each question is stored once with its reply right after it,
     the sequence is strict. Latencies are reported (RESULTS.md), not asserted: speed belongs to figures."""
     # Given a conversation with one turn

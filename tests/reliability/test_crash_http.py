@@ -1,4 +1,4 @@
-"""Issue 7.3: the process dies between the user-message write and the reply write (SIGKILL of the local
+"""REL-8: the process dies between the user-message write and the reply write (SIGKILL of the local
 server while the model is answering). After a restart the question is there, and the next post closes
 the abandoned reply slot as an error turn instead of wedging the conversation."""
 
@@ -33,7 +33,7 @@ def _wait_for(predicate: object, what: str, timeout_s: float = 30.0) -> None:
 def test_a_server_killed_mid_turn_keeps_the_question_and_the_next_post_repairs_the_turn(
     rel_model: OpenAIStandin, tmp_path: Path
 ) -> None:
-    """Issue 7.3: SIGKILL between TransactWrite #1 and #2 loses nothing and wedges nothing."""
+    """REL-8: SIGKILL between TransactWrite #1 and #2 loses nothing and wedges nothing."""
     env = {
         "LLM_BASE_URL": rel_model.base_url,
         "LLM_MODEL": "standin-model",

@@ -1,4 +1,4 @@
-"""Issue 7.1 / API-5: schemathesis against the local server's OpenAPI document, every template route,
+"""REL-7 / API-5: schemathesis against the local server's OpenAPI document, every template route,
 with and without identity: no 5xx, every answer conforming to the documented statuses, media types,
 bodies and headers, no internal text. Budget: FUZZ_MAX_EXAMPLES per route, mode and identity (4 in
 `make test`, derandomized; `make fuzz` raises it and explores at random)."""
@@ -151,7 +151,7 @@ def _fuzz(
         context = f"{route.key} ({mode.value}, {'as ' + identity if identity else 'anonymous'})"
         assert_clean(response.status_code, response.text, context)
         if identity is None:
-            # No identity is 401 everywhere (SPEC §4), in the one error shape.
+            # No identity is 401 everywhere (API-8), in the one error shape.
             assert response.status_code == 401, f"{context}: {response.status_code} {response.text[:300]}"
             assert json.loads(response.text)["error"]["code"] == "unauthorized"
             return
@@ -174,7 +174,7 @@ def test_every_route_survives_fuzzing_with_identity(
     session: requests.Session,
     known_ids: dict[str, str],
 ) -> None:
-    """Issue 7.1 / API-5: positive and negative cases as a user: no 5xx, answers as documented."""
+    """REL-7 / API-5: positive and negative cases as a user: no 5xx, answers as documented."""
     # Given the route as the served OpenAPI document describes it (every template route must be there)
     operation = api_schema[route.path][route.method]
     # When schemathesis sends valid and invalid requests; Then every answer conforms (checked per case)
@@ -192,7 +192,7 @@ def test_every_route_answers_401_to_anonymous_fuzzing(
     session: requests.Session,
     known_ids: dict[str, str],
 ) -> None:
-    """SPEC §4: no identity is 401 on every route, whatever else the request gets wrong."""
+    """API-8: no identity is 401 on every route, whatever else the request gets wrong."""
     # Given the route's operation
     operation = api_schema[route.path][route.method]
     # When fuzzed requests come without X-User-Id; Then each is a clean 401 (checked per case)
@@ -201,7 +201,7 @@ def test_every_route_answers_401_to_anonymous_fuzzing(
 
 
 def test_the_openapi_document_describes_every_route_with_its_statuses(rel_server: ServerProcess) -> None:
-    """Issue 7.1: the served document lists every template route, its request body where it takes one,
+    """REL-7: the served document lists every template route, its request body where it takes one,
     and the one error shape for its error statuses."""
     # Given the served document
     document = httpx.get(f"{rel_server.url}/openapi.json", timeout=30).json()

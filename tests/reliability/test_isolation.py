@@ -1,4 +1,4 @@
-"""Issue 7.4 / SPEC §4 (OWASP API1, broken object-level authorization) over real HTTP.
+"""API-7 (OWASP API1, broken object-level authorization) over real HTTP.
 
 Every route of template.yaml (routes added later included) is called as another user, on a deleted
 conversation, on a nonexistent one and with malformed ids: never a 5xx, never internal text, never a
@@ -82,7 +82,7 @@ def _conversation_scoped(route: Route) -> bool:
 def test_no_route_reaches_what_is_not_the_callers(
     route: Route, scenario: str, alice_data: dict[str, Any], counted_client: ClientFactory
 ) -> None:
-    """Issue 7.4: every route x {another user, deleted, nonexistent, malformed id}."""
+    """API-7: every route x {another user, deleted, nonexistent, malformed id}."""
     # Given alice's data, and a caller and ids for the scenario
     user, ids = _request(scenario, alice_data)
     client = counted_client(user, SECTION)
@@ -112,7 +112,7 @@ def test_no_route_reaches_what_is_not_the_callers(
 def test_other_users_requests_changed_nothing_of_alices(
     rel_server: ServerProcess, alice_data: dict[str, Any], counted_client: ClientFactory
 ) -> None:
-    """Issue 7.4: after bob's posts, deletes, pins and windows on alice's ids, her data is as it was."""
+    """API-7: after bob's posts, deletes, pins and windows on alice's ids, her data is as it was."""
     # Given the isolation requests above have run (module order), When alice reads her conversation
     alice = counted_client(ALICE, SECTION)
     now = alice.get(f"/conversations/{alice_data['live']}").json()
@@ -135,7 +135,7 @@ def test_other_users_requests_changed_nothing_of_alices(
 def test_a_cursor_is_useless_to_another_user(
     alice_data: dict[str, Any], counted_client: ClientFactory
 ) -> None:
-    """Issue 7.4: cursors are bound to their owner and listing: another user gets 400/404, never a page."""
+    """API-7: cursors are bound to their owner and listing: another user gets 400/404, never a page."""
     # Given alice's cursors for her listing and for a conversation's messages
     alice, bob = counted_client(ALICE, SECTION), counted_client(BOB, SECTION)
     list_cursor = alice.get("/conversations", params={"limit": 1}).json()["next_cursor"]

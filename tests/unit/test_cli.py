@@ -54,7 +54,7 @@ def test_once_without_a_question_on_a_terminal_is_a_usage_error(
 
 
 def test_unreachable_server_exits_3_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """SPEC §8 CLI: server unreachable -> one clear line suggesting `make run`, no traceback."""
+    """LOC-1 CLI: server unreachable -> one clear line suggesting `make run`, no traceback."""
     # Given a port with nothing listening
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""Issue 8 (cold start): importing a handler loads only what its route needs.
+"""PERF-1 (cold start): importing a handler loads only what its route needs.
 
 Each functions/<name>/app.py is imported in a fresh interpreter, as Lambda does at init (cwd = the
 function's folder, tracing on as `Tracing: Active` gives it). None may load the X-Ray SDK (the Tracer is
@@ -81,7 +81,7 @@ def _run(function: str, code: str, *args: str, **env: str) -> str:
 
 
 def test_every_function_is_checked() -> None:
-    """Issue 8: the list below covers every function folder (a new one is checked without being named)."""
+    """PERF-1: the list below covers every function folder (a new one is checked without being named)."""
     # Given the function folders
     # When they are listed
     # Then there are handlers, and the model callers named here still exist
@@ -91,7 +91,7 @@ def test_every_function_is_checked() -> None:
 
 @pytest.mark.parametrize("function", HANDLERS)
 def test_importing_a_handler_loads_no_tracing_sdk_tokenizer_or_unneeded_http_client(function: str) -> None:
-    """Issue 8: no aws_xray_sdk and no tiktoken at import; no httpx unless the function calls the model."""
+    """PERF-1: no aws_xray_sdk and no tiktoken at import; no httpx unless the function calls the model."""
     # Given a fresh interpreter set up like a Lambda with tracing on
     # When the handler module is imported
     loaded = set(json.loads(_run(function, _IMPORT)))
@@ -101,7 +101,7 @@ def test_importing_a_handler_loads_no_tracing_sdk_tokenizer_or_unneeded_http_cli
 
 
 def test_the_handler_decorator_builds_the_tracer_on_the_first_invocation() -> None:
-    """Issue 8: `@tracer.capture_lambda_handler` hands the first call to Powertools' Tracer (built then)."""
+    """PERF-1: `@tracer.capture_lambda_handler` hands the first call to Powertools' Tracer (built then)."""
     # Given list_conversations imported in a fresh interpreter
     # When it is invoked once (no identity: answered 401 before any DynamoDB call)
     outcome = json.loads(_run("list_conversations", _INVOKE, str(REPO), POWERTOOLS_TRACE_DISABLED="true"))

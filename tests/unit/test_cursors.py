@@ -1,4 +1,4 @@
-"""SPEC §4 opaque cursors: signed for one owner and one listing, checked against the caller's keys."""
+"""API-8 opaque cursors: signed for one owner and one listing, checked against the caller's keys."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_cursor_round_trips_for_its_owner_and_scope() -> None:
     ("owner", "scope"), [("bob", "messages:X"), ("alice", "messages:Y"), ("alice", "conversations")]
 )
 def test_cursor_is_useless_to_another_owner_or_listing(owner: str, scope: str) -> None:
-    """SPEC §4: another user's cursor (or one from another listing) is 400 invalid_cursor."""
+    """API-8: another user's cursor (or one from another listing) is 400 invalid_cursor."""
     # Given alice's cursor
     cursor = encode_cursor("alice", "messages:X", KEY, SETTINGS)
     # When it is used by someone else or elsewhere

@@ -1,4 +1,4 @@
-"""Seed 004 / SPEC §7 pure logic: dialogue ids from participant sets, entry validation, newest-first merge."""
+"""Seed 004 / DLG-1 pure logic: dialogue ids from participant sets, entry validation, newest-first merge."""
 
 from __future__ import annotations
 

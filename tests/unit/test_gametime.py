@@ -1,4 +1,4 @@
-"""SPEC §7 / seed 004 game time: RimWorld calendar (English, Chinese), tick fallback, pluggable calendars."""
+"""DLG-1 / seed 004 game time: RimWorld calendar (English, Chinese), tick fallback, pluggable calendars."""
 
 from __future__ import annotations
 

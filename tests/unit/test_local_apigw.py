@@ -41,7 +41,7 @@ def _request(**overrides: object) -> HttpRequest:
 
 
 def test_event_has_the_payload_2_0_shape() -> None:
-    """Issue 4: version 2.0, routeKey, rawPath, rawQueryString, requestContext (http, requestId, time)."""
+    """LOC-1: version 2.0, routeKey, rawPath, rawQueryString, requestContext (http, requestId, time)."""
     # Given a GET on a parameterised route
     request = _request()
     # When the event is built
@@ -89,7 +89,7 @@ def test_an_encoded_slash_never_splits_a_path_parameter() -> None:
 
 
 def test_x_user_id_becomes_the_jwt_sub_claim() -> None:
-    """SPEC §4 dev mode: X-User-Id -> requestContext.authorizer.jwt.claims.sub."""
+    """API-8 dev mode: X-User-Id -> requestContext.authorizer.jwt.claims.sub."""
     # When the header is present
     request = _request(headers=[("X-User-Id", "alice")])
     event = build_event(request, _match("GET", request.raw_path), region="us-east-1")
@@ -98,7 +98,7 @@ def test_x_user_id_becomes_the_jwt_sub_claim() -> None:
 
 
 def test_no_x_user_id_means_no_authorizer() -> None:
-    """SPEC §4: without the header there are no claims, so the handler answers 401."""
+    """API-8: without the header there are no claims, so the handler answers 401."""
     # When the header is absent or blank
     for headers in ([], [("X-User-Id", "  ")]):
         request = _request(headers=headers)
@@ -108,7 +108,7 @@ def test_no_x_user_id_means_no_authorizer() -> None:
 
 
 def test_text_body_is_passed_as_text_and_binary_as_base64() -> None:
-    """Issue 4: body base64 when binary, with isBase64Encoded."""
+    """LOC-1: body base64 when binary, with isBase64Encoded."""
     # Given a JSON body and a binary body
     text = _request(
         method="POST",
@@ -140,7 +140,7 @@ def test_cookies_move_to_their_own_field() -> None:
 
 
 def test_router_answers_404_and_405() -> None:
-    """Issue 4: 404 for an unknown route, 405 (with the allowed methods) for a wrong method."""
+    """LOC-1: 404 for an unknown route, 405 (with the allowed methods) for a wrong method."""
     # When unknown and wrong-method paths are matched
     unknown = ROUTER.match("GET", "/nothing/here")
     wrong = ROUTER.match("DELETE", "/echo")

@@ -54,7 +54,7 @@ def table(client: Any) -> TableSpec:
 
 
 def test_table_is_created_from_the_template_with_index_stream_and_ttl(client: Any, table: TableSpec) -> None:
-    """Issue 4: the embedded table has the template's keys, GSI, stream and TTL."""
+    """LOC-1: the embedded table has the template's keys, GSI, stream and TTL."""
     # When the created table is described
     described = client.describe_table(TableName=table.name)["Table"]
     ttl = client.describe_time_to_live(TableName=table.name)["TimeToLiveDescription"]

@@ -67,7 +67,7 @@ def http(running: Running) -> Iterator[httpx.Client]:
 
 
 def test_handler_receives_a_v2_event_with_identity_and_its_context(http: httpx.Client) -> None:
-    """Issue 4: the real handler runs in-process on an API Gateway v2 event; context from the template."""
+    """LOC-1: the real handler runs in-process on an API Gateway v2 event; context from the template."""
     # When the echo route is called with an identity, a query and a path parameter
     response = http.get("/echo/bob?x=1&x=2", headers={"X-User-Id": "u-1", "X-Custom": "Yes"})
     # Then the handler saw the event API Gateway would send, and a context with the function's Timeout
@@ -89,7 +89,7 @@ def test_handler_receives_a_v2_event_with_identity_and_its_context(http: httpx.C
 
 
 def test_binary_request_bodies_arrive_base64_encoded(http: httpx.Client) -> None:
-    """Issue 4: body base64 when binary (isBase64Encoded)."""
+    """LOC-1: body base64 when binary (isBase64Encoded)."""
     # When a binary body is posted
     response = http.post(
         "/echo", content=b"\x00\xffdata", headers={"Content-Type": "application/octet-stream"}
@@ -163,7 +163,7 @@ def test_request_body_over_the_api_gateway_limit_is_413(http: httpx.Client) -> N
 
 
 def test_one_log_line_per_request(http: httpx.Client, running: Running) -> None:
-    """Issue 4: method, path, status, milliseconds, and which function answered."""
+    """LOC-1: method, path, status, milliseconds, and which function answered."""
     # When a request is made
     http.get("/echo/logged")
     # Then the request log has its line
@@ -176,7 +176,7 @@ def test_one_log_line_per_request(http: httpx.Client, running: Running) -> None:
 
 
 def test_direct_invocation_through_the_lambda_invoke_api(running: Running) -> None:
-    """SPEC §6 direct invocation locally: `aws lambda invoke --endpoint-url <local server>` works."""
+    """EVT-1 direct invocation locally: `aws lambda invoke --endpoint-url <local server>` works."""
     # Given boto3's Lambda client pointed at the local server
     client = boto3.client(
         "lambda",

@@ -13,10 +13,10 @@ FIXTURE = REPO / "tests" / "e2e" / "fixtures" / "local_app" / "template.yaml"
 
 
 def test_every_spec_route_of_the_project_template_is_served() -> None:
-    """SPEC §4 / §8: the six routes of the API table come from template.yaml, each to its own function."""
+    """API-8 / §8: the six routes of the API table come from template.yaml, each to its own function."""
     # When the project's template is read
     template = load_template(REPO / "template.yaml", region="us-east-1")
-    # Then the SPEC §4 routes are all there, mapped to handler files that exist
+    # Then the API-8 routes are all there, mapped to handler files that exist
     routes = {r.route_key: r.function for r in template.routes}
     for key in (
         "POST /conversations",

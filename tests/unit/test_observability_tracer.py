@@ -1,4 +1,4 @@
-"""Issue 8 (cold start): the service's Tracer is built on first use, and then traces exactly as Powertools'.
+"""PERF-1 (cold start): the service's Tracer is built on first use, and then traces exactly as Powertools'.
 
 `chat_core.observability.tracer` is a `LazyTracer`: the handlers' `@tracer.capture_lambda_handler` and
 `@tracer.capture_method` are applied at import without building Powertools' `Tracer` (which would load
@@ -92,7 +92,7 @@ def in_lambda_with_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_decorating_a_handler_builds_no_tracer_until_it_is_invoked(in_lambda_with_tracing: None) -> None:
-    """Issue 8: `@tracer.capture_lambda_handler` at import costs nothing; the first invocation traces."""
+    """PERF-1: `@tracer.capture_lambda_handler` at import costs nothing; the first invocation traces."""
     # Given a lazy tracer over a recording provider, with tracing on as in Lambda
     provider = _Provider()
     tracer = LazyTracer(service="chat-history", provider=provider)
@@ -123,7 +123,7 @@ def test_decorating_a_handler_builds_no_tracer_until_it_is_invoked(in_lambda_wit
 
 
 def test_handler_errors_are_traced_and_still_raised(in_lambda_with_tracing: None) -> None:
-    """Issue 8: an exception from the handler is recorded on its subsegment and propagates unchanged."""
+    """PERF-1: an exception from the handler is recorded on its subsegment and propagates unchanged."""
     # Given a decorated handler that fails
     provider = _Provider()
     tracer = LazyTracer(service="chat-history", provider=provider)
@@ -140,7 +140,7 @@ def test_handler_errors_are_traced_and_still_raised(in_lambda_with_tracing: None
 
 
 def test_capture_method_is_applied_by_the_real_tracer_on_first_call(in_lambda_with_tracing: None) -> None:
-    """Issue 8: `@tracer.capture_method(capture_response=False)` (the post path's) traces when called."""
+    """PERF-1: `@tracer.capture_method(capture_response=False)` (the post path's) traces when called."""
     # Given a method decorated with options, and one without
     provider = _Provider()
     tracer = LazyTracer(service="chat-history", provider=provider)
@@ -170,7 +170,7 @@ def test_capture_method_is_applied_by_the_real_tracer_on_first_call(in_lambda_wi
 
 
 def test_other_tracer_calls_reach_the_real_tracer(in_lambda_with_tracing: None) -> None:
-    """Issue 8: the rest of Tracer's API (`put_annotation`, `provider`...) builds and uses the real one."""
+    """PERF-1: the rest of Tracer's API (`put_annotation`, `provider`...) builds and uses the real one."""
     # Given a lazy tracer
     provider = _Provider()
     tracer = LazyTracer(service="chat-history", provider=provider)
@@ -186,7 +186,7 @@ def test_other_tracer_calls_reach_the_real_tracer(in_lambda_with_tracing: None) 
 
 
 def test_disabled_tracing_still_runs_the_handler(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 8: with POWERTOOLS_TRACE_DISABLED the handler runs as before and nothing is patched."""
+    """PERF-1: with POWERTOOLS_TRACE_DISABLED the handler runs as before and nothing is patched."""
     # Given tracing disabled (as locally and in tests)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     provider = _Provider()

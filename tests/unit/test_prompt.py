@@ -1,4 +1,4 @@
-"""Seed 004 PromptFactoryService: layout, readable times, roles and names, budget dropping order (SPEC §7)."""
+"""Seed 004 PromptFactoryService: layout, readable times, roles and names, budget dropping order (DLG-1)."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def fresh_provider() -> Iterator[None]:
 
 
 def test_offline_reply_says_it_is_offline_and_shows_the_history_it_received() -> None:
-    """Issue 4: without LLM_BASE_URL every reply says it comes from the offline model, and shows history."""
+    """LOC-1: without LLM_BASE_URL every reply says it comes from the offline model, and shows history."""
     # Given the offline model
     provider = OfflineProvider(Settings())
     # When it is asked with a four-message window

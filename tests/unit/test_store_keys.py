@@ -1,4 +1,4 @@
-"""SPEC §5/§9 key layout: owner-prefixed keys that no owner id can forge, time-sortable validated ids."""
+"""STO-1/§9 key layout: owner-prefixed keys that no owner id can forge, time-sortable validated ids."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 
 def test_keys_follow_the_documented_layout() -> None:
-    """SPEC §9: pk = USER#<owner>#CONV#<id>, sk = MSG#<zero-padded seq> or ~META, gsi1pk = USER#<owner>."""
+    """DES-1: pk = USER#<owner>#CONV#<id>, sk = MSG#<zero-padded seq> or ~META, gsi1pk = USER#<owner>."""
     # Given an owner and a conversation id
     # When keys are built
     # Then they have the documented shape, and ~META sorts after every message
@@ -32,7 +32,7 @@ def test_keys_follow_the_documented_layout() -> None:
 
 @given(st.text(min_size=1, max_size=40), st.text(min_size=1, max_size=40))
 def test_distinct_owners_never_share_a_key_prefix(a: str, b: str) -> None:
-    """SPEC §5: owner escaping is injective, so one owner's prefix is never another's (even with '#')."""
+    """STO-1: owner escaping is injective, so one owner's prefix is never another's (even with '#')."""
     # Given two different owner ids
     if a == b:
         return

@@ -17,7 +17,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class LazyTracer:
-    """Powertools' `Tracer`, built on first use rather than at import (issue 8, cold start).
+    """Powertools' `Tracer`, built on first use rather than at import (PERF-1, cold start).
 
     Building a `Tracer` imports its default provider, the X-Ray SDK, even with tracing disabled, and with
     tracing on it patches botocore, httpx and the other supported libraries: 40-75 ms of CPU measured,

@@ -53,12 +53,12 @@ class Settings:
     # tokens and window
     default_encoding: str = "o200k_base"
     max_content_chars: int = 5000
-    # HTTP service (issue 3)
+    # HTTP service (STO-1)
     cursor_secret: str = ""
     idempotency_ttl_seconds: int = 3600
     post_attempts: int = 16  # TransactWrite #1 attempts when posts race (jittered backoff between)
     turn_wait_seconds: float = 10.0  # how long a post waits for its turn at a busy conversation
-    # summaries (seed 001) and retention purge (issue 5)
+    # summaries (seed 001) and retention purge (AGT-1)
     summary_enabled: bool = True
     summary_margin_messages: int = 4
     summary_input_max_tokens: int = 6000
@@ -67,7 +67,7 @@ class Settings:
     summary_model: str | None = None
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
-    # reliability (issue 7): DynamoDB retries (botocore "standard" mode: jittered exponential backoff,
+    # reliability (REL): DynamoDB retries (botocore "standard" mode: jittered exponential backoff,
     # 25 ms base for transient errors, 1 s for throttling) and timeouts; what clients are told to wait;
     # when a reserved reply slot counts as abandoned; request and reply size caps
     dynamodb_max_attempts: int = 4

@@ -45,7 +45,7 @@ def post_message(
     context: Any = None,
     provider: ChatProvider | None = None,
 ) -> PostOutcome:
-    """POST /messages (seed 003, SPEC §9 "Posting, in order"; seed 002 turn log; agent tool messages).
+    """POST /messages (seed 003, DES-1 "Posting, in order"; seed 002 turn log; agent tool messages).
 
     Validates before any I/O, then: one Query, TransactWrite #1 (recorded tool messages, the user message,
     reply slot reserved, turn_start and step events), the model call, TransactWrite #2 (assistant message
@@ -209,7 +209,7 @@ def _post(
         summary=turn.summary,
         tail_from_seq=turn.tail_from_seq,
     )
-    # A reply too large for its item is stored as an error turn (502) instead (issue 7).
+    # A reply too large for its item is stored as an error turn (502) instead (REL).
     completion, failure = recording.cap_reply(
         *ask_model(provider or get_provider(), window.result, turn.model, context), settings
     )

@@ -1,4 +1,4 @@
-"""How a post rides out contention and failures without losing or wedging anything (issue 7).
+"""How a post rides out contention and failures without losing or wedging anything (REL).
 
 - `contention_backoff`: the pause between TransactWrite #1 attempts when another post took the sequence
   (defined beside the store, which uses it too).

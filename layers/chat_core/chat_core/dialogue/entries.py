@@ -1,4 +1,4 @@
-"""Multi-party dialogue memory (seed 004, SPEC §7): participant-set dialogues, history, save/load.
+"""Multi-party dialogue memory (seed 004, DLG-1): participant-set dialogues, history, save/load.
 
 Concepts: a *world* is one save slot of an owner; a *dialogue* is the conversation of one exact set of
 participants in a world (its id is the sorted ids joined by '+', e.g. `player+zorg`); an *entry* is one

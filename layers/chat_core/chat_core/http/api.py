@@ -1,4 +1,4 @@
-"""The HTTP edge shared by every function: resolver factory, caller identity, one error shape (SPEC §9)."""
+"""The HTTP edge shared by every function: resolver factory, caller identity, one error shape (DES-1)."""
 
 from __future__ import annotations
 
@@ -434,7 +434,7 @@ def build_app() -> APIGatewayHttpResolver:
         return error_response(exc.status_code, "http_error", str(exc.msg))
 
     def _unexpected(exc: Exception) -> Response[Any]:
-        # Internal details go to the log with the correlation id, never to the client (SPEC §9).
+        # Internal details go to the log with the correlation id, never to the client (DES-1).
         cause = transient_cause(exc)
         if cause is not None:
             # Throttling or an unreachable store that botocore's retries did not get past, on any

@@ -23,7 +23,7 @@ ConversationId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 class _Strict(BaseModel):
     """Unknown fields are an error (a typo such as "contnet" must not be silently ignored)."""
 
-    # defer_build: a model is built when first used, not at import (issue 8, cold start): each handler
+    # defer_build: a model is built when first used, not at import (PERF-1, cold start): each handler
     # pays only for the models it validates.
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 

@@ -1,4 +1,4 @@
-"""Key layout of the single table (SPEC §9): owner escaping, ids, partition and sort keys."""
+"""Key layout of the single table (DES-1): owner escaping, ids, partition and sort keys."""
 
 from __future__ import annotations
 

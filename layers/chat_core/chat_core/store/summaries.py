@@ -15,7 +15,7 @@ from chat_core.store.base import TableItem
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
 
 #: "~SUMMARY" sorts after "~META" ('S' > 'M'): the post's one descending Query meets the summary first,
-#: then the conversation item, then the newest messages (SPEC §9, API-4 stays one Query).
+#: then the conversation item, then the newest messages (DES-1, API-4 stays one Query).
 SUMMARY_SK = "~SUMMARY"
 
 
