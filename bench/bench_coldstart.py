@@ -47,17 +47,21 @@ PIECES = (
         "chat_core.http.api: the handlers' resolver, error mapping and Powertools logger/metrics",
     ),
     (
-        "chat_core.chat.conversations",
-        "chat_core.chat.conversations as handlers import it (the post path is imported where it is used)",
+        "chat_core.chat.reads",
+        "chat_core.chat.reads: what the read-only handlers import (no model client, no idempotency)",
+    ),
+    (
+        "chat_core.chat.post",
+        "chat_core.chat.post: the post path (model client, window engine, Powertools idempotency)",
     ),
     (
         "chat_core.engine.tokens",
         "chat_core.engine.tokens: the estimator (tiktoken and its encodings load on first use)",
     ),
-    ("httpx", "httpx: imported by the first call to the model, not at init"),
+    ("httpx", "httpx: imported at init by the two functions that call the model, by no other"),
     (
         "aws_lambda_powertools.utilities.idempotency",
-        "Powertools idempotency: imported by the first post, not at init",
+        "Powertools idempotency: imported at init by post_message only",
     ),
     ("aws_xray_sdk.core", "X-Ray SDK: imported by the first traced invocation (LazyTracer), not at init"),
 )
@@ -68,9 +72,9 @@ DONE = (
     "Already done for this goal: (1) chat_core.observability's LazyTracer builds Powertools' Tracer, and so "
     "imports the X-Ray SDK and patches botocore/httpx, on the first invocation instead of at import; "
     "(2) the request/response models use `defer_build`, so a handler builds only the models it validates; "
-    "(3) chat_core.chat.conversations imports the post path (provider/httpx, window, tokens, summaries, "
-    "resilience, Powertools idempotency, tool messages) where it is used, so read-only handlers never load "
-    "it and post_message loads it on its first post; (4) `make build` ships the layer compiled "
+    "(3) chat_core.chat holds one module per operation: the read-only handlers import chat.reads, delete or "
+    "pins, which never import the post path (llm/httpx, window, summaries, Powertools idempotency); "
+    "post_message imports it at init; (4) `make build` ships the layer compiled "
     "(layers/chat_core/Makefile, unchecked-hash bytecode), since Lambda's read-only /opt never keeps a .pyc."
 )
 
