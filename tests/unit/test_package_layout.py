@@ -56,8 +56,6 @@ LONG_MODULES = {
     "store.conversations": 880,
     # The dialogue repository, likewise.
     "store.dialogues": 750,
-    # The OpenAI-compatible client, the offline model and key resolution: to become llm/ modules.
-    "llm.provider": 880,
 }
 
 
