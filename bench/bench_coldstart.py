@@ -109,12 +109,13 @@ cpu_started, started = time.process_time(), time.perf_counter()
 __import__(sys.argv[1])
 elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
 tokens = sys.modules.get("chat_core.engine.tokens")
+encodings = sys.modules.get("chat_core.engine.tokens.encodings")
 print(json.dumps({
     "seconds": elapsed,
     "cpu_seconds": cpu,
     "modules": len(sys.modules),
     "tiktoken_imported": "tiktoken" in sys.modules,
-    "encodings_loaded": sorted(getattr(tokens, "_loaded", {}) or {}) if tokens else [],
+    "encodings_loaded": sorted(getattr(encodings, "_loaded", {}) or {}) if encodings else [],
     "tokens_imported": tokens is not None,
     "chat_core_file": getattr(sys.modules.get("chat_core"), "__file__", None),
     "compiled_from_source": compiled,

@@ -231,7 +231,7 @@ class FixedReplyModel:
     def complete(
         self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
     ) -> Any:
-        from chat_core.llm.provider import Completion, Usage
+        from chat_core.llm.completion import Completion, Usage
 
         self.calls += 1
         return Completion(

@@ -1,6 +1,6 @@
-"""Fit the TOK-7 approx_tokens() costs per encoding and write them into chat_core/tokens.py.
+"""Fit the TOK-7 approx_tokens() costs per encoding and write them into chat_core/engine/tokens/approx.py.
 
-The fit is piece by piece: tokens.approx_features() cuts each *.fit.txt corpus under tests/data/tokens
+The fit is piece by piece: approx.approx_features() cuts each *.fit.txt corpus under tests/data/tokens
 into pieces shaped like tiktoken's pre-tokens; each piece is encoded alone with the shipped exact
 encoding, and each kind of piece (words, Han runs, emoji, punctuation...) gets its own non-negative
 least-squares cost from its own pieces. Fitting on small, unambiguous pieces keeps the costs physical
@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 from chat_core.engine import tokens
+from chat_core.engine.tokens import approx as approx_module
 
 REPO = Path(__file__).resolve().parent.parent
 # The corpora and the paragraph unit are shared with the tests and `make bench`.
 sys.path.insert(0, str(REPO))
 from tests.support.corpora import corpus, paragraph_units  # noqa: E402
 
-TOKENS_PY = Path(tokens.__file__)
+TOKENS_PY = Path(approx_module.__file__)
 CATEGORIES = ("english_prose", "chinese_prose", "code", "chat", "other_scripts")
 # Piece kinds whose costs are fitted together because they share the long-word feature.
 GROUP_OF = {"word": "words", "glued_word": "words", "contraction": "words"}
@@ -72,16 +73,16 @@ def nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def fit(encoding_name: str, common_han: re.Pattern[str]) -> tuple[dict[str, float], list[str]]:
     encoding = tokens.get_encoding(encoding_name)
-    kinds = [kind for kind, _ in tokens._PIECE_KINDS]
+    kinds = [kind for kind, _ in approx_module._PIECE_KINDS]
     rows: dict[str, list[tuple[list[int], int]]] = defaultdict(list)
     for category in CATEGORIES:
-        for match in tokens._piece_patterns().pieces.finditer(corpus(category, "fit")):
+        for match in approx_module._piece_patterns().pieces.finditer(corpus(category, "fit")):
             kind = kinds[match.lastindex - 1]  # type: ignore[operator]
             piece = match.group()
-            features = tokens.approx_features(piece, common_han=common_han)
+            features = approx_module.approx_features(piece, common_han=common_han)
             rows[GROUP_OF.get(kind, kind)].append((features, len(encoding.encode_ordinary(piece))))
 
-    names = tokens.APPROX_FEATURES
+    names = approx_module.APPROX_FEATURES
     coefficients = dict.fromkeys(names, 0.0)
     report = []
     for group, group_rows in sorted(rows.items()):
@@ -134,9 +135,12 @@ def evaluate(
     def estimate(text: str) -> int:
         if approx is None:
             return tokens.approx_tokens(text, encoding_name)
-        features = tokens.approx_features(text, common_han=common_han)
+        features = approx_module.approx_features(text, common_han=common_han)
         return max(
-            1, int(sum(approx[n] * f for n, f in zip(tokens.APPROX_FEATURES, features, strict=True)) + 0.5)
+            1,
+            int(
+                sum(approx[n] * f for n, f in zip(approx_module.APPROX_FEATURES, features, strict=True)) + 0.5
+            ),
         )
 
     def error(text: str) -> float:

@@ -21,7 +21,8 @@ from chat_core.engine import tool_pairing
 from chat_core.engine.turnlog import TurnState
 from chat_core.errors import ProviderFailed
 from chat_core.http.schemas import MAX_POLICY_MESSAGES, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS
-from chat_core.llm.provider import Completion, Usage, provider_response_record
+from chat_core.llm.client import provider_response_record
+from chat_core.llm.completion import Completion, Usage
 from chat_core.settings import get_settings
 from chat_core.store.conversations import Conversation, Message, usage_map
 from chat_core.store.keys import MAX_OWNER_LENGTH, new_id

@@ -56,10 +56,6 @@ LONG_MODULES = {
     "store.conversations": 880,
     # The dialogue repository, likewise.
     "store.dialogues": 750,
-    # Encodings, the approximate counter and chat-format counting: to become engine/tokens/ modules.
-    "engine.tokens": 670,
-    # The OpenAI-compatible client, the offline model and key resolution: to become llm/ modules.
-    "llm.provider": 880,
 }
 
 

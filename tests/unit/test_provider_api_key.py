@@ -9,7 +9,9 @@ from typing import Any
 import boto3
 import pytest
 from chat_core.errors import ProviderFailed
-from chat_core.llm.provider import OpenAICompatibleProvider, api_key_source, reset_provider
+from chat_core.llm.client import OpenAICompatibleProvider
+from chat_core.llm.keys import api_key_source
+from chat_core.llm.provider import reset_provider
 from chat_core.settings import Settings
 from moto import mock_aws
 

@@ -11,13 +11,9 @@ from typing import Any
 import pytest
 from chat_core.errors import ProviderFailed
 from chat_core.http.statuses import status_for
-from chat_core.llm.provider import (
-    MAX_RECORDED_BODY_BYTES,
-    ChatProvider,
-    OpenAICompatibleProvider,
-    reset_provider,
-    time_budget_from_context,
-)
+from chat_core.llm.client import OpenAICompatibleProvider
+from chat_core.llm.completion import MAX_RECORDED_BODY_BYTES, ChatProvider, time_budget_from_context
+from chat_core.llm.provider import reset_provider
 from chat_core.settings import Settings
 
 from tests.support.openai_standin import OpenAIStandin, reply_text

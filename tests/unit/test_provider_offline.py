@@ -7,15 +7,10 @@ from typing import Any
 
 import pytest
 from chat_core.engine import tokens
-from chat_core.llm.provider import (
-    OFFLINE_MODEL_NAME,
-    OFFLINE_REPLY_PREFIX,
-    ChatProvider,
-    OfflineProvider,
-    OpenAICompatibleProvider,
-    get_provider,
-    reset_provider,
-)
+from chat_core.llm.client import OpenAICompatibleProvider
+from chat_core.llm.completion import ChatProvider
+from chat_core.llm.offline import OFFLINE_MODEL_NAME, OFFLINE_REPLY_PREFIX, OfflineProvider
+from chat_core.llm.provider import get_provider, reset_provider
 from chat_core.settings import Settings
 
 CONVERSATION: list[dict[str, Any]] = [

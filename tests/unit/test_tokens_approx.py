@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from chat_core.engine import tokens
+from chat_core.engine.tokens import encodings
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -131,8 +132,8 @@ def test_tok7_needs_no_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_tokenizer(name: str, spec: object) -> None:
         raise AssertionError("approx_tokens loaded a tokenizer")
 
-    monkeypatch.setattr(tokens, "_loaded", {})
-    monkeypatch.setattr(tokens, "_load_encoding", no_tokenizer)
+    monkeypatch.setattr(encodings, "_loaded", {})
+    monkeypatch.setattr(encodings, "_load_encoding", no_tokenizer)
     # When approximating every kind of text
     # Then it works without one
     for category in [*REQUIRED, "other_scripts"]:

@@ -17,6 +17,7 @@ import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 from chat_core.engine import tokens
+from chat_core.engine.tokens import encodings
 from chat_core.errors import TokenizerUnavailable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def official_spec(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
     """
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
     asked: dict[str, str] = {}
-    shipped = tokens.ENCODINGS_DIR / f"{name}.tiktoken"
+    shipped = encodings.ENCODINGS_DIR / f"{name}.tiktoken"
 
     def load_from_layer(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         asked.update(url=url, expected_hash=expected_hash or "")
@@ -52,7 +53,7 @@ def official_spec(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_tok3_shipped_file_has_tiktokens_expected_sha256(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given the file shipped in the layer and tiktoken's official constructor for the same encoding
-    data = (tokens.ENCODINGS_DIR / f"{name}.tiktoken").read_bytes()
+    data = (encodings.ENCODINGS_DIR / f"{name}.tiktoken").read_bytes()
     # When the constructor asks for its file
     _, asked = official_spec(name, monkeypatch)
     # Then it is the same file name and the shipped bytes have exactly the hash tiktoken expects
@@ -102,10 +103,11 @@ def test_tok3_loads_lazily_with_no_network_cache_or_environment(tmp_path: Path) 
         socket.getaddrinfo = refuse
 
         from chat_core.engine import tokens
+        from chat_core.engine.tokens import encodings
         assert "tiktoken" not in sys.modules, "import must not load tiktoken"
-        assert tokens._loaded == {}, "import must not load an encoding"
+        assert encodings._loaded == {}, "import must not load an encoding"
         print(tokens.count_tokens("hello world", "gpt-4"), tokens.count_tokens("hello world", "gpt-4o"))
-        print(sorted(tokens._loaded))
+        print(sorted(encodings._loaded))
         """
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
@@ -123,15 +125,15 @@ def test_tok3_loaded_once_per_process_even_under_concurrent_first_use(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a process where no encoding is loaded yet and a loader that counts its calls
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "_loaded", {})
     calls: list[str] = []
-    real_loader = tokens._load_encoding
+    real_loader = encodings._load_encoding
 
     def counting_loader(name: str, spec: Any) -> tiktoken.Encoding:
         calls.append(name)
         return real_loader(name, spec)
 
-    monkeypatch.setattr(tokens, "_load_encoding", counting_loader)
+    monkeypatch.setattr(encodings, "_load_encoding", counting_loader)
     barrier = threading.Barrier(8)
     results: list[tiktoken.Encoding] = []
 
@@ -155,10 +157,10 @@ def test_tok3_tampered_file_is_refused_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a layer whose cl100k file has one rank changed
-    data = (tokens.ENCODINGS_DIR / "cl100k_base.tiktoken").read_bytes()
+    data = (encodings.ENCODINGS_DIR / "cl100k_base.tiktoken").read_bytes()
     (tmp_path / "cl100k_base.tiktoken").write_bytes(data.replace(b"IQ== 0\n", b"IQ== 1\n", 1))
-    monkeypatch.setattr(tokens, "ENCODINGS_DIR", tmp_path)
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "ENCODINGS_DIR", tmp_path)
+    monkeypatch.setattr(encodings, "_loaded", {})
     # When it is loaded
     # Then loading fails, saying which file, which hash and how to fix it
     with pytest.raises(TokenizerUnavailable, match=r"SHA-256 .* expected 223921b7.*build_encodings\.py"):
@@ -169,8 +171,8 @@ def test_tok3_missing_file_is_refused_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a layer without its o200k file
-    monkeypatch.setattr(tokens, "ENCODINGS_DIR", tmp_path)
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "ENCODINGS_DIR", tmp_path)
+    monkeypatch.setattr(encodings, "_loaded", {})
     # When it is needed
     # Then the error names the file and the script that rebuilds it
     with pytest.raises(
@@ -212,4 +214,4 @@ def test_tok3_build_script_rejects_duplicate_ranks_and_reads_tiktokens_hashes() 
     with pytest.raises(SystemExit, match="duplicate"):
         build.bpe_ranks_to_tiktoken("! 0 IQ== Ig==\n! 1 Iw==\n")
     # And the hashes it verifies against are the ones in the installed tiktoken, as shipped
-    assert build.official_hashes() == {name: spec.sha256 for name, spec in tokens._SPECS.items()}
+    assert build.official_hashes() == {name: spec.sha256 for name, spec in encodings._SPECS.items()}

@@ -12,6 +12,7 @@ import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 from chat_core.engine import tokens
+from chat_core.engine.tokens import encodings
 from chat_core.http.statuses import status_for
 from chat_core.settings import reset_settings
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 @cache
 def official(name: str) -> tiktoken.Encoding:
     """tiktoken's own constructor and parser, fed the shipped file instead of a download."""
-    shipped = str(tokens.ENCODINGS_DIR / f"{name}.tiktoken")
+    shipped = str(encodings.ENCODINGS_DIR / f"{name}.tiktoken")
 
     def load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         return tiktoken.load.load_tiktoken_bpe(shipped, expected_hash=expected_hash)

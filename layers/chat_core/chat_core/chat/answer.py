@@ -13,7 +13,7 @@ from chat_core.engine import tokens
 from chat_core.engine.turnlog import Tokens
 from chat_core.engine.window import WindowResult
 from chat_core.errors import ProviderFailed
-from chat_core.llm.provider import ChatProvider, Completion, time_budget_from_context
+from chat_core.llm.completion import ChatProvider, Completion, time_budget_from_context
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import conversations as store
 from chat_core.store.conversations import Message, usage_map

@@ -27,7 +27,8 @@ from chat_core.errors import (
     RequestInProgress,
     StoreUnavailable,
 )
-from chat_core.llm.provider import ChatProvider, get_provider
+from chat_core.llm.completion import ChatProvider
+from chat_core.llm.provider import get_provider
 from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store

@@ -23,7 +23,7 @@ from chat_core.engine.text import utf8_bytes
 from chat_core.engine.tool_pairing import MAX_MESSAGE_TOOL_CALLS_BYTES
 from chat_core.engine.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
 from chat_core.errors import ProviderFailed, StoreUnavailable
-from chat_core.llm.provider import MAX_RECORDED_BODY_BYTES, Completion
+from chat_core.llm.completion import MAX_RECORDED_BODY_BYTES, Completion
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes

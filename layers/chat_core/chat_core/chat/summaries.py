@@ -20,7 +20,8 @@ from chat_core.chat.summary_window import after_summary, summary_content, summar
 from chat_core.engine import tokens
 from chat_core.engine.window import select_window
 from chat_core.errors import ProviderFailed, StoreUnavailable, SummaryFailed
-from chat_core.llm.provider import get_provider, time_budget_from_context
+from chat_core.llm.completion import time_budget_from_context
+from chat_core.llm.provider import get_provider
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store

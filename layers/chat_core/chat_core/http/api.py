@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -101,9 +102,31 @@ class ChatResolver(APIGatewayHttpResolver):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Before Powertools' own __init__, which may touch the event properties below.
+        self._resolving = threading.local()
         super().__init__(*args, **kwargs)
         #: (METHOD, rule) of every route registered on this app, for direct invocation.
         self.declared_routes: list[tuple[str, str]] = []
+
+    # Powertools keeps the event being resolved, and its Lambda context, on its router *class*: one
+    # value for every resolver in the process. A Lambda process runs one invocation at a time, but a
+    # host that resolves several requests at once on threads (the local server does) would let one
+    # request read another's event: its caller identity, its Idempotency-Key. Each thread keeps its own.
+    @property
+    def current_event(self) -> Any:
+        return self._resolving.event
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self._resolving.event = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return self._resolving.context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._resolving.context = value
 
     def route(self, rule: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         methods = (method,) if isinstance(method, str) else tuple(method)
@@ -139,6 +162,8 @@ class ChatResolver(APIGatewayHttpResolver):
                 "invalid_text",
                 f"{field} is not valid Unicode text (it holds an unpaired surrogate such as \\ud800)",
             )
+        self.current_event = self._to_proxy_event(dict(event))
+        self.lambda_context = context
         return super().resolve(event, context)
 
     def _resolve_direct(self, payload: Mapping[str, Any], context: Any) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""The model API key: from the environment, SSM Parameter Store or Secrets Manager, cached per process."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any, Final, Literal
+
+from chat_core.errors import ChatError
+from chat_core.llm.parsing import describe
+from chat_core.settings import Settings
+
+# -- API key from the environment, SSM Parameter Store or Secrets Manager ------------------------------
+
+_key_lock = threading.Lock()
+_key_stores: dict[tuple[str, str], Any] = {}
+_SECRET_JSON_KEYS: Final = ("api_key", "apiKey", "LLM_API_KEY", "key", "token")
+_ARN_REGION: Final = re.compile(r"^arn:aws[a-z-]*:(?:secretsmanager|ssm):([a-z0-9-]+):")
+
+
+def api_key_source(reference: str) -> tuple[Literal["ssm", "secretsmanager"], str, str | None]:
+    """Where LLM_API_KEY_PARAMETER points: (service, name or ARN, region from the ARN if any).
+
+    `arn:aws:secretsmanager:...` and `secret:NAME` are Secrets Manager; `ssm:NAME`, an SSM ARN or a
+    plain name such as `/chat/llm-api-key` are SSM Parameter Store.
+    """
+    ref = reference.strip()
+    match = _ARN_REGION.match(ref)
+    region = match.group(1) if match else None
+    if ref.startswith("secret:"):
+        return "secretsmanager", ref.removeprefix("secret:"), None
+    if ref.startswith("arn:") and ":secretsmanager:" in ref:
+        return "secretsmanager", ref, region
+    return "ssm", ref.removeprefix("ssm:"), region
+
+
+def resolve_api_key(settings: Settings) -> str | None:
+    """The API key: from LLM_API_KEY_PARAMETER (SSM/Secrets Manager, cached) if set, else LLM_API_KEY.
+
+    Raises ChatError with a clear message when the parameter cannot be read.
+    """
+    reference = settings.llm_api_key_parameter
+    if not reference:
+        return settings.llm_api_key
+    service, name, region = api_key_source(reference)
+    store = _key_store(service, region or settings.region)
+    # Imported here: only deployments that keep the key in AWS pay for the import.
+    from aws_lambda_powertools.utilities.parameters import GetParameterError, TransformParameterError
+
+    try:
+        if service == "ssm":
+            value = store.get(name, decrypt=True, max_age=settings.llm_api_key_cache_seconds)
+        else:
+            value = store.get(name, max_age=settings.llm_api_key_cache_seconds)
+    except (GetParameterError, TransformParameterError) as exc:
+        raise ChatError(
+            f"could not read the model API key from {reference!r} (LLM_API_KEY_PARAMETER): {describe(exc)}"
+        ) from exc
+    key = _key_from_value(value)
+    if not key:
+        raise ChatError(f"the model API key stored at {reference!r} (LLM_API_KEY_PARAMETER) is empty")
+    return key
+
+
+def _key_store(service: str, region: str) -> Any:
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
+    from botocore.config import Config
+
+    with _key_lock:
+        store = _key_stores.get((service, region))
+        if store is None:
+            # Short timeouts: the key fetch shares the caller's time budget with the model call.
+            config = Config(
+                region_name=region, connect_timeout=2, read_timeout=3, retries={"max_attempts": 2}
+            )
+            store = (
+                SSMProvider(boto_config=config) if service == "ssm" else SecretsProvider(boto_config=config)
+            )
+            _key_stores[(service, region)] = store
+        return store
+
+
+def _key_from_value(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.startswith("{"):
+        # A secret holding JSON ({"api_key": "..."}) is common in Secrets Manager.
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(data, dict):
+            for key in _SECRET_JSON_KEYS:
+                candidate = data.get(key)
+                if isinstance(candidate, str):
+                    return candidate.strip()
+            strings = [str(v) for v in data.values() if isinstance(v, str)]
+            return strings[0].strip() if len(strings) == 1 else None
+    return text
+
+
+def forget_keys() -> None:
+    """Drop the cached key stores; the next key is read again."""
+    with _key_lock:
+        _key_stores.clear()

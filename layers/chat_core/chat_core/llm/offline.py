@@ -1,0 +1,123 @@
+"""The offline model: a deterministic stand-in that answers when no LLM_BASE_URL is set."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from chat_core.engine import tokens
+from chat_core.errors import ChatError
+from chat_core.llm.completion import Completion, Usage, to_openai_messages
+from chat_core.settings import Settings, get_settings
+
+OFFLINE_MODEL_NAME: Final = "offline-model"
+OFFLINE_REPLY_PREFIX: Final = "[offline model]"
+
+# -- the offline model --------------------------------------------------------------------------------
+
+
+class OfflineProvider:
+    """A deterministic built-in model used when LLM_BASE_URL is unset.
+
+    Every reply starts with "[offline model]" and reports what it received (how many messages, how
+    many tokens, the last user message and the one before it), so a user can see the history being
+    carried without a real model. Usage is the local exact count (tiktoken, TOK-2/TOK-4) of the
+    messages and of the reply, with a TOK-1 estimate as fallback, and is marked `usage_reported=True`:
+    the offline model is the provider here and it does report usage, so the "usage present" path of
+    TOK-6 is what a local user sees.
+    """
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings if settings is not None else get_settings()
+
+    def complete(
+        self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
+    ) -> Completion:
+        started = time.monotonic()
+        model = model or self.settings.llm_model
+        sent = to_openai_messages(messages)
+        prompt_tokens = _local_chat_tokens(sent, model)
+        content = self._reply(sent, prompt_tokens)
+        completion_tokens = _local_text_tokens(content, model)
+        usage = Usage(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens)
+        digest = hashlib.sha256(json.dumps(sent, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        raw: dict[str, Any] = {
+            "id": f"offline-{digest[:16]}",
+            "object": "chat.completion",
+            "model": OFFLINE_MODEL_NAME,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": usage.to_dict(),
+        }
+        return Completion(
+            content=content,
+            model=OFFLINE_MODEL_NAME,
+            usage=usage,
+            usage_reported=True,
+            tool_calls=None,
+            finish_reason="stop",
+            raw=raw,
+            latency_ms=round((time.monotonic() - started) * 1000, 1),
+            offline=True,
+        )
+
+    @staticmethod
+    def _reply(sent: Sequence[Mapping[str, Any]], prompt_tokens: int) -> str:
+        roles = [m["role"] for m in sent]
+        user_texts = [_plain_text(m.get("content")) for m in sent if m["role"] == "user"]
+        parts = [
+            f"{OFFLINE_REPLY_PREFIX} No LLM_BASE_URL is configured, so the built-in offline model answers.",
+            f"I received {len(sent)} message{'s' if len(sent) != 1 else ''} ({_role_summary(roles)}), "
+            f"{prompt_tokens} tokens in all.",
+        ]
+        if user_texts:
+            parts.append(f"Your message: {_quote(user_texts[-1])}")
+        if len(user_texts) > 1:
+            parts.append(f"Before that you said: {_quote(user_texts[-2])}")
+        return "\n".join(parts)
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return f"“{flat}”"
+    return f"“{flat[:limit]}…” ({len(text)} characters)"
+
+
+def _role_summary(roles: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for role in roles:
+        counts[role] = counts.get(role, 0) + 1
+    return ", ".join(f"{n} {role}" for role, n in counts.items()) or "none"
+
+
+def _local_chat_tokens(messages: list[dict[str, Any]], model: str) -> int:
+    counter = getattr(tokens, "count_chat_tokens", None)
+    if callable(counter):
+        try:
+            return int(counter(messages, model=model))
+        except (ChatError, LookupError, ValueError, OSError):
+            pass  # the estimate below still gives the user a useful number
+    return sum(tokens.estimate_message_tokens(_plain_text(m.get("content"))) for m in messages)
+
+
+def _local_text_tokens(text: str, model: str) -> int:
+    counter = getattr(tokens, "count_tokens", None)
+    if callable(counter):
+        try:
+            return int(counter(text, model))
+        except (ChatError, LookupError, ValueError, OSError):
+            pass
+    return tokens.estimate_message_tokens(text)
