@@ -53,8 +53,28 @@ class MessageErrorOut(_Out):
     provider_response: dict[str, Any] | None = None
 
 
+class FunctionCallOut(_Out):
+    name: str
+    arguments: str
+
+
+class ToolCallOut(_Out):
+    """A tool call the model asked for, as the model sent it (OpenAI `tool_calls[]`)."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCallOut
+
+
+class PendingToolCallOut(_Out):
+    id: str
+    name: str
+
+
 class MessageOut(_Out):
-    """API-1: a stored message; assistant messages add model and usage, failed ones add error."""
+    """API-1: a stored message; assistant messages add model and usage, failed ones add error. Only when
+    they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool results,
+    `pinned: true`, and `stored: false` on the reply a 503 reply_not_stored carries."""
 
     message_id: str
     conversation_id: str
@@ -65,6 +85,11 @@ class MessageOut(_Out):
     model: str | None = None
     usage: UsageOut | None = None
     error: MessageErrorOut | None = None
+    tool_calls: list[ToolCallOut] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    pinned: Literal[True] | None = None
+    stored: Literal[False] | None = None
 
 
 class ConversationOut(_Out):
@@ -76,6 +101,9 @@ class ConversationOut(_Out):
     message_count: int
     usage: UsageOut
     local_usage: UsageOut
+    turn_count: int
+    pinned_message_ids: list[str]
+    pending_tool_calls: list[PendingToolCallOut]
     created_at: str
     updated_at: str
 
@@ -91,12 +119,20 @@ class ConversationDetailOut(ConversationOut):
 
 
 class PostMessageOut(_Out):
-    """201 (and 502 when the model failed, API-2): the turn. A replay of a turn whose reply was never
+    """201 (and 502 when the model failed, API-2): the turn. `messages` lists the tool results a post
+    recorded; `user_message` is null on a post of tool results; a replay of a turn whose reply was never
     stored has no assistant message."""
 
     conversation_id: str
+    messages: list[MessageOut] | None = None
     user_message: MessageOut | None
     assistant_message: MessageOut | None
+
+
+class ReplyNotStoredOut(PostMessageOut):
+    """503 reply_not_stored: the model answered, its reply could not be saved, and here it is."""
+
+    error: ErrorInfo
 
 
 class WindowOut(_Out):
@@ -104,8 +140,63 @@ class WindowOut(_Out):
     stats: dict[str, Any]
 
 
-class JsonObjectOut(_Out):
-    """A JSON object (routes documented by their own modules)."""
+class EntryOut(_Out):
+    """A dialogue line (seed 004 DialogueEntry) as stored."""
+
+    dialogue_id: str
+    entry_id: str
+    participant_id: str
+    role: str
+    content: str
+    game_tick: int
+    seq: int
+    created_at: str
+    name: str | None = None
+
+
+class AddEntriesOut(_Out):
+    """201 when anything was stored, 200 when every entry_id was stored before (a replay)."""
+
+    world_id: str
+    dialogue_id: str
+    entries: list[EntryOut]
+    created: int
+    duplicates: int
+
+
+class HistoryOut(_Out):
+    """Seed 004 HistoricalContext: `primary` (exactly these participants) and `ancillary`."""
+
+    world_id: str
+    limit: int
+    participants: list[str]
+    dialogue_id: str
+    primary: list[EntryOut]
+    ancillary: list[EntryOut]
+    ancillary_dialogues: list[str]
+
+
+class PromptMessageOut(_Out):
+    role: Literal["system", "user", "assistant"]
+    content: str
+    name: str | None = None
+    message_id: str | None = None
+
+
+class PromptOut(_Out):
+    """Seed 004 PromptPayload: OpenAI chat messages in send order, and what was kept and dropped."""
+
+    messages: list[PromptMessageOut]
+    stats: dict[str, Any]
+
+
+class ImportOut(_Out):
+    world_id: str
+    mode: Literal["restore", "merge"]
+    dialogues_created: int
+    dialogues_merged: int
+    entries_created: int
+    entries_skipped: int
 
 
 @dataclass(frozen=True)
@@ -119,6 +210,7 @@ class RouteDoc:
     also: Mapping[int, type[BaseModel]] = field(default_factory=dict)  # other statuses with a body
     parameters: tuple[Mapping[str, Any], ...] = ()
     request_body: Mapping[str, Any] | None = None
+    headers: Mapping[str, Any] | None = None  # response headers of the success status
 
 
 _READ = (400, 401, 404, 422, 503)
@@ -131,25 +223,40 @@ _IDEMPOTENCY_KEY: Final = {
     "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS},
 }
 
+_NEXT_CURSOR: Final = {
+    "X-Next-Cursor": {
+        "description": "The cursor of the next page (absent on the last page).",
+        "schema": {"type": "string"},
+    }
+}
+
 ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /conversations": RouteDoc(201, ConversationOut, (400, 401, 413, 415, 422, 503)),
     "POST /messages": RouteDoc(
-        201, PostMessageOut, (*_WRITE, 502), also={502: PostMessageOut}, parameters=(_IDEMPOTENCY_KEY,)
+        201,
+        PostMessageOut,
+        (*_WRITE, 502),
+        also={502: PostMessageOut, 503: ReplyNotStoredOut},
+        parameters=(_IDEMPOTENCY_KEY,),
     ),
     "GET /conversations": RouteDoc(200, ConversationPageOut, (400, 401, 422, 503)),
     "GET /conversations/{conversation_id}": RouteDoc(200, ConversationDetailOut, _READ),
     "DELETE /conversations/{conversation_id}": RouteDoc(204, None, (401, 404, 503)),
     "POST /conversations/{conversation_id}/window": RouteDoc(200, WindowOut, _WRITE),
-    # Dialogue memory (seed 004): bodies documented by the dialogue module; statuses as its handlers answer.
-    "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
-        201, JsonObjectOut, _WRITE, also={200: JsonObjectOut}
+    "GET /conversations/{conversation_id}/events": RouteDoc(
+        200, None, _READ, media_type="application/x-ndjson", headers=_NEXT_CURSOR
     ),
-    "GET /worlds/{world_id}/history": RouteDoc(200, JsonObjectOut, _READ),
-    "POST /worlds/{world_id}/prompt": RouteDoc(200, JsonObjectOut, _WRITE),
+    "PATCH /conversations/{conversation_id}/messages/{message_id}": RouteDoc(200, MessageOut, _WRITE),
+    # Dialogue memory (seed 004).
+    "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
+        201, AddEntriesOut, _WRITE, also={200: AddEntriesOut}
+    ),
+    "GET /worlds/{world_id}/history": RouteDoc(200, HistoryOut, _READ),
+    "POST /worlds/{world_id}/prompt": RouteDoc(200, PromptOut, _WRITE),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
     "POST /worlds/{world_id}/import": RouteDoc(
         201,
-        JsonObjectOut,
+        ImportOut,
         _WRITE,
         request_body={
             "required": True,
@@ -169,7 +276,8 @@ _ERROR_TEXT: Final = {
     415: "The body must be application/json",
     422: "Validation error: the body or a parameter is out of its documented bounds",
     502: "The model provider failed; the turn is stored with an error reply (same body as 201)",
-    503: "The database is busy or unreachable after retries; retry after Retry-After",
+    503: "The database is busy or unreachable after retries; retry after Retry-After (on POST /messages, "
+    "reply_not_stored: the model answered but its reply could not be saved; the body carries it)",
 }
 _RETRY_AFTER: Final = {
     "description": "Seconds to wait before retrying.",
@@ -217,10 +325,18 @@ def operation_responses(route_key: str, refs: Mapping[str, Any]) -> dict[str, An
         success["content"] = {doc.media_type: {"schema": dict(refs[doc.model.__name__])}}
     elif doc.media_type != "application/json":
         success["content"] = {doc.media_type: {"schema": {"type": "string"}}}
+    if doc.headers:
+        success["headers"] = copy.deepcopy(dict(doc.headers))
     responses = {str(doc.success): success}
     for status, model in doc.also.items():
         text = _ERROR_TEXT.get(status, "Also success") if status >= 400 else "Success (nothing new stored)"
-        responses[str(status)] = {"description": text, "content": _json(refs[model.__name__])}
+        if status in doc.errors and status != 502:
+            # This status answers either the one error shape or this body (e.g. 503 reply_not_stored).
+            response = _error(status, {"anyOf": [error_ref, refs[model.__name__]]})
+            response["description"] = text
+            responses[str(status)] = response
+        else:
+            responses[str(status)] = {"description": text, "content": _json(refs[model.__name__])}
     for status in doc.errors:
         responses.setdefault(str(status), _error(status, error_ref))
     return responses

@@ -1,0 +1,237 @@
+"""API-9: the OpenAPI document and the wire agree. Every route is called on the local server (real HTTP,
+stand-in model) in the situations a user meets (success, replay, tool calls, model failure, each refusal)
+and every answer is checked against `/openapi.json`: its status is documented for that operation, and its
+JSON body validates against the documented schema with no field the document does not name."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+
+from tests.e2e.conftest import ServerProcess
+from tests.support.openai_standin import OpenAIStandin
+
+pytestmark = pytest.mark.reliability
+
+
+def _resolve(schema: Mapping[str, Any], components: Mapping[str, Any]) -> Mapping[str, Any]:
+    while "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def undocumented_fields(
+    value: Any, schema: Mapping[str, Any], components: Mapping[str, Any], where: str = "$"
+) -> list[str]:
+    """Where `value` carries a field that no documented object schema names (the models accept unknown
+    fields so clients stay forward compatible; the document must still name every field we send)."""
+    schema = _resolve(schema, components)
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        found = [undocumented_fields(value, option, components, where) for option in options]
+        return min(found, key=len)
+    if isinstance(value, dict) and "properties" in schema:
+        problems = [f"{where}.{key}" for key in value if key not in schema["properties"]]
+        for key, item in value.items():
+            if key in schema["properties"]:
+                problems += undocumented_fields(item, schema["properties"][key], components, f"{where}.{key}")
+        return problems
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        problems = []
+        for index, item in enumerate(value):
+            problems += undocumented_fields(item, schema["items"], components, f"{where}[{index}]")
+        return problems
+    return []
+
+
+class WireChecker:
+    """Checks each answer against the document; collects what it saw so the test can show coverage."""
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self.document = document
+        self.components = document.get("components", {}).get("schemas", {})
+        self.routes = [
+            (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), path) for path in document["paths"]
+        ]
+        self.seen: set[tuple[str, str, int]] = set()
+
+    def operation(self, method: str, url_path: str) -> tuple[str, Mapping[str, Any]]:
+        matches = [template for pattern, template in self.routes if pattern.match(url_path)]
+        # The most specific template: the one with the fewest parameters.
+        matches.sort(key=lambda template: template.count("{"))
+        for template in matches:
+            operation = self.document["paths"][template].get(method.lower())
+            if operation is not None:
+                return template, operation
+        raise AssertionError(f"{method} {url_path} is not in the document")
+
+    def check(self, response: httpx.Response) -> None:
+        request = response.request
+        template, operation = self.operation(request.method, request.url.path)
+        status = response.status_code
+        responses = operation["responses"]
+        documented = responses.get(str(status)) or responses.get(f"{str(status)[0]}XX")
+        assert documented is not None, (
+            f"{request.method} {template} answered {status}, which its document does not list "
+            f"({sorted(responses)}): {response.text[:300]}"
+        )
+        self.seen.add((request.method, template, status))
+        content = documented.get("content") or {}
+        if status == 204 or not response.content:
+            assert not content or status != 204, f"{request.method} {template} {status} documents a body"
+            return
+        media_type = response.headers.get("content-type", "").split(";")[0].strip()
+        assert media_type in content, (
+            f"{request.method} {template} {status} sent {media_type}; the document says {sorted(content)}"
+        )
+        if media_type != "application/json":
+            return
+        schema = content[media_type]["schema"]
+        body = response.json()
+        validator = jsonschema.Draft202012Validator(
+            {**schema, "components": {"schemas": self.components}}
+            if "$ref" not in schema
+            else {"$ref": schema["$ref"], "components": {"schemas": self.components}}
+        )
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)]
+        assert not errors, f"{request.method} {template} {status} breaks its schema: {errors[:5]}\n{body}"
+        extra = undocumented_fields(body, schema, self.components)
+        assert not extra, f"{request.method} {template} {status} sends undocumented fields: {extra}\n{body}"
+        for name in documented.get("headers", {}):
+            if documented["headers"][name].get("required"):
+                assert name in response.headers, f"{request.method} {template} {status} lacks {name}"
+
+
+@pytest.fixture
+def wire(rel_server: ServerProcess) -> Iterator[tuple[httpx.Client, WireChecker]]:
+    document = httpx.get(f"{rel_server.url}/openapi.json", timeout=30).json()
+    checker = WireChecker(document)
+    client = httpx.Client(
+        base_url=rel_server.url,
+        headers={"X-User-Id": f"wire-{uuid.uuid4().hex[:8]}"},
+        timeout=60.0,
+        event_hooks={"response": [lambda r: r.read(), checker.check]},
+    )
+    with client:
+        yield client, checker
+
+
+def test_every_answer_of_every_route_is_documented(
+    wire: tuple[httpx.Client, WireChecker], rel_model: OpenAIStandin
+) -> None:
+    client, checker = wire
+    # Conversations: create, a turn, a turn that asks for a tool, its result, pin, reads, window, events.
+    created = client.post("/conversations", json={"title": "wire", "system_prompt": "Be brief."})
+    assert created.status_code == 201
+    conversation_id = created.json()["conversation_id"]
+    first = client.post(
+        "/messages",
+        json={"conversation_id": conversation_id, "content": "hello"},
+        headers={"Idempotency-Key": uuid.uuid4().hex},
+    )
+    assert first.status_code == 201
+    rel_model.configure(mode="tool_call")
+    asked = client.post("/messages", json={"conversation_id": conversation_id, "content": "weather?"})
+    assert asked.status_code == 201
+    assert asked.json()["assistant_message"]["tool_calls"]
+    call = asked.json()["assistant_message"]["tool_calls"][0]
+    waiting = client.get(f"/conversations/{conversation_id}")
+    assert waiting.json()["pending_tool_calls"]
+    rel_model.configure(mode="ok")
+    answered = client.post(
+        "/messages",
+        json={
+            "conversation_id": conversation_id,
+            "messages": [{"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"c": 21})}],
+        },
+    )
+    assert answered.status_code == 201
+    assert answered.json()["messages"]
+    message_id = first.json()["user_message"]["message_id"]
+    pinned = client.patch(f"/conversations/{conversation_id}/messages/{message_id}", json={"pinned": True})
+    assert pinned.status_code == 200
+    assert pinned.json()["pinned"] is True
+    assert client.get("/conversations", params={"limit": 1}).status_code == 200
+    assert client.get(f"/conversations/{conversation_id}", params={"limit": 2}).status_code == 200
+    assert (
+        client.post(f"/conversations/{conversation_id}/window", json={"content": "next"}).status_code == 200
+    )
+    assert client.get(f"/conversations/{conversation_id}/events", params={"limit": 3}).status_code == 200
+    # The model fails: 502 with the turn stored as an error.
+    rel_model.configure(mode="error500")
+    failed = client.post("/messages", json={"conversation_id": conversation_id, "content": "again"})
+    assert failed.status_code == 502
+    assert failed.json()["assistant_message"]["error"]
+    rel_model.configure(mode="ok")
+    # Refusals: no identity, malformed JSON, wrong media type, unknown field, too long, unknown id, too big.
+    assert client.get("/conversations", headers={"X-User-Id": ""}).status_code == 401
+    bad_json = client.post("/messages", content=b"{", headers={"content-type": "application/json"})
+    assert bad_json.status_code == 400
+    assert client.post("/messages", content=b"hi", headers={"content-type": "text/plain"}).status_code == 415
+    assert client.post("/conversations", json={"titel": "typo"}).status_code == 422
+    assert client.post("/messages", json={"content": "x" * 5001}).status_code == 422
+    assert client.get(f"/conversations/{uuid.uuid4()}").status_code == 404
+    assert client.post("/messages", json={"content": "x" * 1_100_000}).status_code == 413
+    assert client.get("/conversations", params={"cursor": "not-a-cursor"}).status_code == 400
+    # Dialogue memory: entries (new, then a replay), history, prompt, export, import (new and not empty).
+    world = f"w-{uuid.uuid4().hex[:8]}"
+    entry = {"participant_id": "ann", "role": "character", "content": "hi", "game_tick": 10, "entry_id": "e1"}
+    body = {"participants": ["ann", "bob"], "entry": entry}
+    assert client.post(f"/worlds/{world}/dialogues/entries", json=body).status_code == 201
+    assert client.post(f"/worlds/{world}/dialogues/entries", json=body).status_code == 200
+    assert client.get(f"/worlds/{world}/history", params={"participants": "ann,bob"}).status_code == 200
+    prompt = client.post(
+        f"/worlds/{world}/prompt",
+        json={"participants": ["ann", "bob"], "system_prompt": "You are Bob.", "ai_participant": "bob"},
+    )
+    assert prompt.status_code == 200
+    exported = client.get(f"/worlds/{world}/export")
+    assert exported.status_code == 200
+    copy_world = f"w-{uuid.uuid4().hex[:8]}"
+    ndjson = {"content-type": "application/x-ndjson"}
+    assert (
+        client.post(f"/worlds/{copy_world}/import", content=exported.content, headers=ndjson).status_code
+        == 201
+    )
+    assert (
+        client.post(f"/worlds/{copy_world}/import", content=exported.content, headers=ndjson).status_code
+        == 409
+    )
+    # Delete, then the conversation is gone.
+    assert client.delete(f"/conversations/{conversation_id}").status_code == 204
+    assert client.get(f"/conversations/{conversation_id}").status_code == 404
+
+    # Every operation of the document was exercised at least once.
+    operations = {
+        (method.upper(), path)
+        for path, item in checker.document["paths"].items()
+        for method in item
+        if method in ("get", "post", "put", "patch", "delete")
+    }
+    missed = operations - {(method, template) for method, template, _ in checker.seen}
+    assert not missed, f"routes the wire test never called: {sorted(missed)}"
+
+
+def test_the_checker_finds_an_undocumented_field() -> None:
+    """The check above can fail: a field the schema does not name is reported with its path."""
+    components = {
+        "Msg": {"type": "object", "properties": {"id": {"type": "string"}}, "additionalProperties": True},
+        "Page": {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Msg"}}},
+        },
+    }
+    body = {"items": [{"id": "a"}, {"id": "b", "pinned": True}]}
+    assert undocumented_fields(body, {"$ref": "#/components/schemas/Page"}, components) == [
+        "$.items[1].pinned"
+    ]
+    assert (
+        undocumented_fields({"items": [{"id": "a"}]}, {"$ref": "#/components/schemas/Page"}, components) == []
+    )
