@@ -1,17 +1,3 @@
-"""Test-wide environment: fake AWS credentials, no real AWS endpoint ever reached."""
+"""Every test runs with fake AWS credentials and no real AWS endpoint (tests/support/fake_aws.py)."""
 
-from __future__ import annotations
-
-import os
-
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
-os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
-os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
-os.environ["AWS_REGION"] = "us-east-1"
-os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
-os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "chat-history")
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_DEV", "false")
+import tests.support.fake_aws  # noqa: F401 - sets the environment before anything imports boto3

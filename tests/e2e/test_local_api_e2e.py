@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from chat_core.store.keys import conversation_pk
 
-from tests.e2e.conftest import ServerProcess, local_client
+from tests.support.local_server import ServerProcess, local_client
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import ServerProcess
 from tests.reliability.figures import FIGURES, write_results
+from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 _STARTED = time.monotonic()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.conftest import ServerProcess, local_client
+from tests.support.local_server import ServerProcess, local_client
 
 TABLE = "chat-history-local"
 

@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import ServerProcess, local_client
 from tests.reliability.conftest import ClientFactory
 from tests.reliability.figures import FIGURES
 from tests.reliability.leaks import assert_clean
+from tests.support.local_server import ServerProcess, local_client
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = [pytest.mark.reliability, pytest.mark.e2e]

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import ServerProcess
 from tests.reliability.figures import FIGURES
+from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = [pytest.mark.reliability, pytest.mark.e2e]

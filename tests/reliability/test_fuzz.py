@@ -26,11 +26,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.e2e.conftest import ServerProcess
 from tests.reliability.figures import FIGURES
 from tests.reliability.leaks import assert_clean
 from tests.reliability.routes import Route, http_routes
 from tests.reliability.samples import body_for
+from tests.support.local_server import ServerProcess
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.e2e]
 

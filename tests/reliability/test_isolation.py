@@ -15,11 +15,11 @@ import httpx
 import pytest
 from chat_core.store.keys import new_id
 
-from tests.e2e.conftest import ServerProcess
 from tests.reliability.conftest import ClientFactory
 from tests.reliability.leaks import assert_clean
 from tests.reliability.routes import Route, http_routes
 from tests.reliability.samples import QUERIES, body_for, dialogue_entries
+from tests.support.local_server import ServerProcess
 
 pytestmark = [pytest.mark.reliability, pytest.mark.e2e]
 

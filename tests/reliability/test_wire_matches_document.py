@@ -15,7 +15,7 @@ import httpx
 import jsonschema
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.reliability

@@ -1,13 +1,14 @@
-"""API Gateway HTTP API (payload v2) events as API Gateway sends them, with a JWT `sub` or no identity."""
+"""API Gateway HTTP API (payload v2) events as API Gateway sends them, with a JWT `sub` or no identity, built
+by the same function the local server uses (`chat_local.apigw.payload_v2_event`)."""
 
 from __future__ import annotations
 
 import base64
 import json
-import time
-import uuid
 from typing import Any
 from urllib.parse import urlencode
+
+from chat_local.apigw import payload_v2_event
 
 _NO_BODY = object()
 
@@ -40,44 +41,19 @@ def http_event(
         all_headers.pop("content-type", None)
     if base64_body and text is not None:
         text = base64.b64encode(text.encode()).decode()
-    request_context: dict[str, Any] = {
-        "accountId": "123456789012",
-        "apiId": "api-id",
-        "domainName": "api-id.execute-api.us-east-1.amazonaws.com",
-        "domainPrefix": "api-id",
-        "http": {
-            "method": method,
-            "path": path,
-            "protocol": "HTTP/1.1",
-            "sourceIp": "127.0.0.1",
-            "userAgent": "pytest",
-        },
-        "requestId": str(uuid.uuid4()),
-        "routeKey": f"{method} {route or path}",
-        "stage": "$default",
-        "time": "01/Jan/2025:00:00:00 +0000",
-        "timeEpoch": int(time.time() * 1000),
-    }
-    if user is not None:
-        request_context["authorizer"] = {
-            "jwt": {"claims": {"sub": user, "iss": "https://issuer.example", "aud": "client"}, "scopes": None}
-        }
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": f"{method} {route or path}",
-        "rawPath": path,
-        "rawQueryString": urlencode(query or {}),
-        "headers": all_headers,
-        "requestContext": request_context,
-        "isBase64Encoded": base64_body,
-    }
-    if query:
-        event["queryStringParameters"] = dict(query)
-    if path_parameters:
-        event["pathParameters"] = dict(path_parameters)
-    if text is not None:
-        event["body"] = text
-    return event
+    claims = None if user is None else {"sub": user, "iss": "https://issuer.example", "aud": "client"}
+    return payload_v2_event(
+        method=method,
+        path=path,
+        route_key=f"{method} {route or path}",
+        headers=all_headers,
+        raw_query=urlencode(query or {}),
+        query=query,
+        path_parameters=path_parameters,
+        body=text,
+        is_base64=base64_body,
+        claims=claims,
+    )
 
 
 def create_conversation(body: Any = _NO_BODY, **kwargs: Any) -> dict[str, Any]:

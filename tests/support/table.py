@@ -7,34 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import yaml
+from chat_local.template import load_yaml
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
 
-class _CfnLoader(yaml.SafeLoader):
-    """SafeLoader that reads CloudFormation short-form tags (!Ref, !Sub, !GetAtt, ...) as plain data."""
-
-
-def _cfn_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _cfn_tag)
-
-
 @lru_cache(maxsize=1)
 def template() -> dict[str, Any]:
-    """template.yaml as a dict (CloudFormation tags become {"Ref": ...} / {"Fn::X": ...})."""
-    with TEMPLATE.open(encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=_CfnLoader)
+    """template.yaml as a dict, read as the local server reads it (CloudFormation tags in long form)."""
+    return load_yaml(TEMPLATE)
 
 
 def table_properties() -> dict[str, Any]:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from chat_local.server import LocalApi, RequestLog, ServerConfig, serve
 
-FIXTURE = Path(__file__).resolve().parents[1] / "e2e" / "fixtures" / "local_app" / "template.yaml"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "local_app" / "template.yaml"
 
 
 class Running:

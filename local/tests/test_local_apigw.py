@@ -17,7 +17,7 @@ from chat_local.apigw import (
 )
 from chat_local.template import load_template
 
-FIXTURE = Path(__file__).resolve().parents[1] / "e2e" / "fixtures" / "local_app" / "template.yaml"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "local_app" / "template.yaml"
 ROUTER = Router(load_template(FIXTURE, region="us-east-1").routes)
 
 

@@ -14,7 +14,7 @@ from chat_local.lambda_runtime import FunctionRuntime
 from chat_local.streams import IteratorRegistry, StreamPoller, matches_filter, passes_filters, streams_client
 from chat_local.template import Template, load_template
 
-FIXTURE = Path(__file__).resolve().parents[1] / "e2e" / "fixtures" / "local_app" / "template.yaml"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "local_app" / "template.yaml"
 
 RECORD = {
     "eventName": "INSERT",

@@ -16,7 +16,7 @@ BARRIER = threading.Barrier(2)
 HANDLER = """
 from aws_lambda_powertools import Logger
 
-from tests.unit.test_local_runtime_logs import BARRIER
+from test_local_runtime_logs import BARRIER
 
 logger = Logger(service="shared-service")
 
@@ -79,7 +79,7 @@ def test_a_request_that_finds_every_container_busy_is_throttled_not_queued(tmp_p
     folder = tmp_path / "Busy"
     folder.mkdir()
     (folder / "app.py").write_text(
-        "from tests.unit.test_local_runtime_logs import HOLD\n"
+        "from test_local_runtime_logs import HOLD\n"
         "def lambda_handler(event, context):\n"
         "    if event.get('hold'):\n"
         "        HOLD.wait(timeout=60)\n"

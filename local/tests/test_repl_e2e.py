@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.e2e.conftest import ServerProcess, child_env, console_script
+from tests.support.local_server import ServerProcess, child_env, console_script
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = [

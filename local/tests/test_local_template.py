@@ -9,7 +9,7 @@ import pytest
 from chat_local.template import TemplateError, load_template, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "e2e" / "fixtures" / "local_app" / "template.yaml"
+FIXTURE = REPO / "local" / "tests" / "fixtures" / "local_app" / "template.yaml"
 
 
 def test_every_spec_route_of_the_project_template_is_served() -> None:

@@ -13,7 +13,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import FIXTURE_TEMPLATE, ServerProcess, child_env, console_script, local_client
+from tests.support.local_server import (
+    FIXTURE_TEMPLATE,
+    ServerProcess,
+    child_env,
+    console_script,
+    local_client,
+)
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ServerProcess, child_env, console_script
+from tests.support.local_server import ServerProcess, child_env, console_script
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e

@@ -109,10 +109,73 @@ class HttpRequest:
         return ",".join(values) if values else None
 
 
+def payload_v2_event(
+    *,
+    method: str,
+    path: str,
+    route_key: str,
+    headers: Mapping[str, str],
+    raw_query: str = "",
+    query: Mapping[str, str] | None = None,
+    path_parameters: Mapping[str, str] | None = None,
+    body: str | None = None,
+    is_base64: bool = False,
+    claims: Mapping[str, Any] | None = None,
+    cookies: Sequence[str] = (),
+    source_ip: str = "127.0.0.1",
+    protocol: str = "HTTP/1.1",
+    received_at: float | None = None,
+    stage: str = "$default",
+    request_id: str | None = None,
+) -> dict[str, Any]:
+    """The payload-format-2.0 event API Gateway HTTP API sends to a Lambda integration: the one builder the
+    local server and the tests share. `claims` are the JWT authorizer's (None: no identity)."""
+    received_at = time.time() if received_at is None else received_at
+    host = headers.get("host", "127.0.0.1")
+    request_context: dict[str, Any] = {
+        "accountId": LOCAL_ACCOUNT_ID,
+        "apiId": LOCAL_API_ID,
+        "domainName": host,
+        "domainPrefix": host.split(".")[0],
+        "http": {
+            "method": method,
+            "path": path,
+            "protocol": protocol,
+            "sourceIp": source_ip,
+            "userAgent": headers.get("user-agent", ""),
+        },
+        "requestId": request_id or str(uuid.uuid4()),
+        "routeKey": route_key,
+        "stage": stage,
+        "time": datetime.fromtimestamp(received_at, UTC).strftime("%d/%b/%Y:%H:%M:%S +0000"),
+        "timeEpoch": int(received_at * 1000),
+    }
+    if claims is not None:
+        request_context["authorizer"] = {"jwt": {"claims": dict(claims), "scopes": None}}
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": dict(headers),
+        "requestContext": request_context,
+        "isBase64Encoded": is_base64,
+    }
+    if cookies:
+        event["cookies"] = list(cookies)
+    if query:
+        event["queryStringParameters"] = dict(query)
+    if path_parameters:
+        event["pathParameters"] = dict(path_parameters)
+    if body is not None:
+        event["body"] = body
+    return event
+
+
 def build_event(
     request: HttpRequest, match: RouteMatch, *, region: str, stage: str = "$default"
 ) -> dict[str, Any]:
-    """The payload-format-2.0 event API Gateway HTTP API sends to a Lambda integration."""
+    """The event for one HTTP request the local server received."""
     headers: dict[str, str] = {}
     cookies: list[str] = []
     for key, value in request.headers:
@@ -125,55 +188,34 @@ def build_event(
     query: dict[str, str] = {}
     for key, value in parse_qsl(request.raw_query, keep_blank_values=True):
         query[key] = f"{query[key]},{value}" if key in query else value
-    path = decoded_path(request.raw_path)
-    now = datetime.fromtimestamp(request.received_at, UTC)
-    request_id = headers.get("x-request-id") or str(uuid.uuid4())
-    request_context: dict[str, Any] = {
-        "accountId": LOCAL_ACCOUNT_ID,
-        "apiId": LOCAL_API_ID,
-        "domainName": headers.get("host", "127.0.0.1"),
-        "domainPrefix": (headers.get("host", "127.0.0.1").split(".")[0]),
-        "http": {
-            "method": request.method,
-            "path": path,
-            "protocol": request.protocol,
-            "sourceIp": request.source_ip,
-            "userAgent": headers.get("user-agent", ""),
-        },
-        "requestId": request_id,
-        "routeKey": match.route.route_key,
-        "stage": stage,
-        "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-        "timeEpoch": int(request.received_at * 1000),
-    }
     user = (headers.get(USER_HEADER) or "").strip()
-    if user:
-        # Dev mode only: a deployed API takes `sub` from a verified JWT, never from a header.
-        request_context["authorizer"] = {
-            "jwt": {"claims": {"sub": user, "iss": "chat-local", "token_use": "local"}, "scopes": None}
-        }
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": match.route.route_key,
-        "rawPath": path,
-        "rawQueryString": request.raw_query,
-        "headers": headers,
-        "requestContext": request_context,
-        "isBase64Encoded": False,
-    }
-    if cookies:
-        event["cookies"] = cookies
-    if query:
-        event["queryStringParameters"] = query
-    if match.path_parameters:
-        event["pathParameters"] = match.path_parameters
+    # Dev mode only: a deployed API takes `sub` from a verified JWT, never from a header.
+    claims = {"sub": user, "iss": "chat-local", "token_use": "local"} if user else None
+    body: str | None = None
+    is_base64 = False
     if request.body:
         if is_text(headers.get("content-type"), request.body):
-            event["body"] = request.body.decode("utf-8")
+            body = request.body.decode("utf-8")
         else:
-            event["body"] = base64.b64encode(request.body).decode("ascii")
-            event["isBase64Encoded"] = True
-    return event
+            body, is_base64 = base64.b64encode(request.body).decode("ascii"), True
+    return payload_v2_event(
+        method=request.method,
+        path=decoded_path(request.raw_path),
+        route_key=match.route.route_key,
+        headers=headers,
+        raw_query=request.raw_query,
+        query=query,
+        path_parameters=match.path_parameters,
+        body=body,
+        is_base64=is_base64,
+        claims=claims,
+        cookies=cookies,
+        source_ip=request.source_ip,
+        protocol=request.protocol,
+        received_at=request.received_at,
+        stage=stage,
+        request_id=headers.get("x-request-id"),
+    )
 
 
 @dataclass

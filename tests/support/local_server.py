@@ -1,0 +1,208 @@
+"""The real `chat-local-server` as a subprocess on a free port (ServerProcess), the environment its children
+get, and the module-scoped fixtures that start it beside the stand-in model. Shared by the service's tests
+(tests/e2e, tests/reliability) and the local server's own (local/tests)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from tests.support.openai_standin import OpenAIStandin
+
+REPO = Path(__file__).resolve().parents[2]
+#: A small template of its own (echo functions, a table with a stream) the local server's tests run.
+FIXTURE_TEMPLATE = REPO / "local" / "tests" / "fixtures" / "local_app" / "template.yaml"
+_BIN = Path(sys.executable).parent
+_SCRUBBED = (
+    "LLM_BASE_URL",
+    "LLM_API_KEY",
+    "LLM_MODEL",
+    "LLM_API_KEY_PARAMETER",
+    "DYNAMODB_ENDPOINT",
+    "TABLE_NAME",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
+    "CHAT_API",
+    "CHAT_USER",
+    "CHAT_TOKEN",
+    "PORT",
+)
+
+
+def console_script(name: str) -> str:
+    """The venv's console script (what `make run` and a user's shell run)."""
+    path = _BIN / name
+    if path.exists():
+        return str(path)
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"console script {name!r} is not installed; run `make venv`")
+    return found
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def local_client(endpoint: str, service: str = "dynamodb") -> Any:
+    """A boto3 client of the local server's store (embedded moto or an external endpoint)."""
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+class ServerProcess:
+    """`chat-local-server --port 0 --data-dir DIR` in a subprocess; its URL is read from the banner."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+        cwd: Path = REPO,
+    ) -> None:
+        self.data_dir = data_dir
+        self.env = child_env(env)
+        self.args = list(args)
+        self.cwd = cwd
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: list[str] = []
+        self.url = ""
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+
+    def start(self, timeout_s: float = 90.0) -> ServerProcess:
+        command = [
+            console_script("chat-local-server"),
+            "--port",
+            "0",
+            "--data-dir",
+            str(self.data_dir),
+            "--snapshot-interval",
+            "0.5",
+            *self.args,
+        ]
+        self.proc = subprocess.Popen(
+            command,
+            cwd=self.cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        match = self.wait_for(r"^\s+API\s+(http://\S+)", timeout_s)
+        self.url = match.group(1)
+        self.wait_for(r"^\s+Stop\s+Ctrl-C", timeout_s)
+        return self
+
+    def _read(self) -> None:
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._lock:
+                self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines)
+
+    def mark(self) -> int:
+        """The number of output lines so far: pass it as `since` to wait only for later lines."""
+        with self._lock:
+            return len(self.lines)
+
+    def wait_for(self, pattern: str, timeout_s: float = 30.0, *, since: int = 0) -> re.Match[str]:
+        """Wait for an output line matching `pattern` (fails with the output if the server dies)."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout_s
+        seen = since
+        while time.monotonic() < deadline:
+            with self._lock:
+                fresh = self.lines[seen:]
+            for line in fresh:
+                found = regex.search(line)
+                if found:
+                    return found
+            seen += len(fresh)
+            assert self.proc is not None
+            if self.proc.poll() is not None and not fresh:
+                pytest.fail(f"server exited ({self.proc.returncode}) before {pattern!r}:\n{self.output}")
+            time.sleep(0.05)
+        pytest.fail(f"no line matching {pattern!r} within {timeout_s} s:\n{self.output}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        return int(self.proc.returncode)
+
+    def client(self, user: str | None = "alice") -> httpx.Client:
+        headers = {"X-User-Id": user} if user else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60.0)
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[OpenAIStandin]:
+    """The stand-in OpenAI-compatible server on loopback; tests switch its mode, it is reset after each."""
+    with OpenAIStandin("ok") as server:
+        yield server
+
+
+@pytest.fixture
+def model(standin: OpenAIStandin) -> Iterator[OpenAIStandin]:
+    standin.set_mode("ok")
+    standin.reset()
+    yield standin
+    standin.set_mode("ok")
+
+
+@pytest.fixture(scope="module")
+def server(standin: OpenAIStandin, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One local server per module, its model the stand-in (LLM_BASE_URL), its data in a temp dir."""
+    process = ServerProcess(
+        tmp_path_factory.mktemp("local-data"),
+        env={"LLM_BASE_URL": standin.base_url, "LLM_MODEL": "standin-model", "LLM_MAX_RETRIES": "1"},
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def api(server: ServerProcess) -> Iterator[httpx.Client]:
+    with server.client("alice") as client:
+        yield client
