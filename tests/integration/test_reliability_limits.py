@@ -24,7 +24,7 @@ from chat_core.http.schemas import MAX_POLICY_MESSAGES, MAX_SYSTEM_PROMPT_CHARS,
 from chat_core.llm.client import provider_response_record
 from chat_core.llm.completion import Completion, Usage
 from chat_core.settings import get_settings
-from chat_core.store.conversations import Conversation, Message, usage_map
+from chat_core.store.items import Conversation, Message, usage_map
 from chat_core.store.keys import MAX_OWNER_LENGTH, new_id
 from chat_core.store.sizes import ITEM_BUDGET_BYTES, MAX_ITEM_BYTES, model_bytes
 

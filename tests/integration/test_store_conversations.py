@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from chat_core.store import conversations as store
+from chat_core.store import items
 from chat_core.store.base import TableItem
 from chat_core.store.keys import new_id
 
@@ -20,7 +21,7 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
     recent = store.read_recent("alice", conversation_id, 10)
     conversation = recent.conversation
     assert conversation is not None
-    user = store.Message.new(
+    user = items.Message.new(
         "alice",
         conversation_id,
         int(conversation.next_seq),
@@ -33,7 +34,7 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
     store.append_user_message(conversation, user, user.created_at)
     # When the conversation is deleted while the model answers, and the reply is then recorded
     assert api.delete(conversation_id).status == 204
-    reply = store.Message.new(
+    reply = items.Message.new(
         "alice",
         conversation_id,
         int(user.seq) + 1,
@@ -43,7 +44,7 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
         created_at="2025-01-01T00:00:01.000000Z",
         tokens=4,
     )
-    reply.usage = store.usage_map(1, 2, 3)
+    reply.usage = items.usage_map(1, 2, 3)
     store.record_reply(conversation, reply, reply.created_at, reported=(1, 2, 3), local=(1, 2))
     # Then the reply is stored (nothing lost) and the conversation does not come back in the list
     assert store.read_turn("alice", conversation_id, int(user.seq))[1] is not None

@@ -15,6 +15,7 @@ import pytest
 from chat_core.chat.summaries import SUMMARY_INSTRUCTIONS
 from chat_core.errors import InvalidInput, SummaryFailed
 from chat_core.settings import reset_settings
+from chat_core.store import items
 from chat_core.store import summaries as summary_store
 
 from tests.reliability.faults import injected
@@ -84,7 +85,7 @@ class Conversation:
             self.post(process=process)
 
     @property
-    def summary(self) -> summary_store.Summary | None:
+    def summary(self) -> items.Summary | None:
         assert self.id is not None
         return summary_store.get_summary("alice", self.id)
 
@@ -250,7 +251,7 @@ def test_a_run_that_lost_the_race_never_overwrites_a_newer_summary(
     current = conversation.summary
     assert current is not None
     # When a run that started from the 1-5 summary tries to store its result
-    stale = summary_store.Summary.new(
+    stale = items.Summary.new(
         "alice",
         str(conversation.id),
         from_seq=1,

@@ -19,7 +19,7 @@ from chat_core.llm import provider
 from chat_core.llm.provider import reset_provider
 from chat_core.settings import get_settings, reset_settings
 from chat_core.store import conversations as store
-from chat_core.store.conversations import Message
+from chat_core.store.items import Message
 
 from tests.reliability.faults import DynamoFaults, injected
 from tests.support import functions as api

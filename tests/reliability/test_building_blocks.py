@@ -13,7 +13,7 @@ from chat_core.errors import PayloadTooLarge, StoreUnavailable
 from chat_core.http import limits
 from chat_core.settings import Settings
 from chat_core.store.base import CONTENTION_CAP_S, transient_cause
-from chat_core.store.conversations import Message
+from chat_core.store.items import Message
 from chat_core.store.sizes import item_bytes, value_bytes
 from chat_local.responses import ROUTES, document_responses
 from hypothesis import given

@@ -8,11 +8,11 @@ from chat_core.errors import InvalidGameTick, InvalidInput, MessageTooLong
 from chat_core.store.dialogues import (
     EntryRecord,
     dialogue_key,
-    escape_owner,
     merge_newest,
     normalize_participants,
     validate_dialogue_id,
 )
+from chat_core.store.keys import escape_owner
 from hypothesis import given
 from hypothesis import strategies as st
 

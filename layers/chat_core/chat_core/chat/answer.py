@@ -16,7 +16,7 @@ from chat_core.errors import ProviderFailed
 from chat_core.llm.completion import ChatProvider, Completion, time_budget_from_context
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import conversations as store
-from chat_core.store.conversations import Message, usage_map
+from chat_core.store.items import Message, usage_map
 
 
 def ask_model(

@@ -13,8 +13,7 @@ from chat_core.engine import tokens
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.conversations import Conversation, Message
-from chat_core.store.summaries import Summary
+from chat_core.store.items import Conversation, Message, Summary
 
 if TYPE_CHECKING:
     from chat_core.http.schemas import BuildWindowIn

@@ -12,7 +12,7 @@ from chat_core.engine.turnlog import LogEvent
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
-from chat_core.store.conversations import Conversation
+from chat_core.store.items import Conversation
 from chat_core.store.keys import new_id
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 from chat_core.store.base import contention_backoff
-from chat_core.store.conversations import Message
+from chat_core.store.items import Message
 
 #: Pinned messages per conversation, and the text their copies on the conversation item may hold.
 MAX_PINNED = 20

@@ -11,8 +11,15 @@ from chat_core.chat.rules import check_id, not_found
 from chat_core.chat.views import conversation_view, message_view
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.events import EVENT_SK_PREFIX, turn_prefix
-from chat_core.store.keys import MESSAGE_SK_PREFIX, META_SK, conversation_pk, is_valid_id, owner_pk
+from chat_core.store.keys import (
+    EVENT_SK_PREFIX,
+    MESSAGE_SK_PREFIX,
+    META_SK,
+    conversation_pk,
+    is_valid_id,
+    owner_pk,
+    turn_prefix,
+)
 
 LIST_SCOPE = "conversations"
 

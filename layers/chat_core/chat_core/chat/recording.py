@@ -28,7 +28,8 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes
 from chat_core.store.base import contention_backoff as contention_backoff
-from chat_core.store.conversations import Conversation, Message, message_id_for, usage_map
+from chat_core.store.conversations import message_id_for
+from chat_core.store.items import Conversation, Message, usage_map
 
 _SHRUNK_BODY_BYTES: Final = 8 * 1024
 _MAX_ERROR_MESSAGE_CHARS: Final = 2000

@@ -9,7 +9,7 @@ from typing import Any
 from chat_core.engine.turnlog import TurnState
 from chat_core.errors import ConversationNotFound, InvalidInput, MessageTooLong
 from chat_core.settings import Settings, get_settings
-from chat_core.store.conversations import Conversation, Message
+from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import is_valid_id
 
 

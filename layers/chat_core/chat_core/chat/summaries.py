@@ -26,9 +26,9 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store
 from chat_core.store import summaries as store
-from chat_core.store.conversations import Conversation, Message
+from chat_core.store.items import Conversation, Message, Summary
 from chat_core.store.partitions import parse_conversation_pk
-from chat_core.store.summaries import Summary, SummarySuperseded
+from chat_core.store.summaries import SummarySuperseded
 
 # Tokens a rendered message line costs beyond its text ("[12] assistant: " and the newline), budgeted.
 _LINE_OVERHEAD_TOKENS = 8

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chat_core.engine.window import WindowResult
-from chat_core.store.conversations import Message
-from chat_core.store.summaries import Summary
+from chat_core.store.items import Message, Summary
 
 #: The id a summary carries in window stats (`dropped` refs, when it does not fit).
 SUMMARY_REF = "summary"

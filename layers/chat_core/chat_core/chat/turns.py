@@ -21,9 +21,8 @@ from chat_core.errors import ConversationBusy, InvalidInput, StoreUnavailable, T
 from chat_core.observability import logger
 from chat_core.settings import Settings
 from chat_core.store import conversations as store
-from chat_core.store.conversations import Conversation, Message
+from chat_core.store.items import Conversation, Message, Summary
 from chat_core.store.keys import new_id
-from chat_core.store.summaries import Summary
 
 if TYPE_CHECKING:
     from chat_core.http.schemas import PostMessageIn

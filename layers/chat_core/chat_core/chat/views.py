@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat_core.chat.rules import pending_calls
-from chat_core.store.conversations import Conversation, Message
+from chat_core.store.items import Conversation, Message
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pynamodb.attributes import (
-    BooleanAttribute,
-    JSONAttribute,
-    MapAttribute,
-    NumberAttribute,
-    UnicodeAttribute,
-)
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
@@ -26,118 +19,16 @@ from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.events import EVENT_SK_PREFIX, EventItem, turn_prefix
+from chat_core.store.items import Conversation, EventItem, Message, Summary
 from chat_core.store.keys import (
+    EVENT_SK_PREFIX,
     MESSAGE_SK_PREFIX,
-    META_SK,
-    conversation_pk,
     is_valid_id,
     listing_sk,
     message_sk,
     owner_pk,
+    turn_prefix,
 )
-from chat_core.store.summaries import Summary
-
-
-class UsageMap(MapAttribute[str, Any]):
-    """Token usage of one model call: as the provider reported it, or as counted locally."""
-
-    prompt_tokens = NumberAttribute(default=0)
-    completion_tokens = NumberAttribute(default=0)
-    total_tokens = NumberAttribute(default=0)
-
-
-def usage_map(prompt: int, completion: int, total: int) -> UsageMap:
-    """A usage map value for a message item."""
-    return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
-
-
-class Conversation(TableItem, discriminator="conversation"):
-    """The conversation item (`sk = ~META`): owner, settings, sequence counter, totals, soft-delete state."""
-
-    conversation_id = UnicodeAttribute()
-    owner = UnicodeAttribute()
-    title = UnicodeAttribute(null=True)
-    system_prompt = UnicodeAttribute(null=True)
-    system_tokens = NumberAttribute(default=0)
-    model = UnicodeAttribute()
-    window_policy = JSONAttribute(null=True)
-    created_at = UnicodeAttribute()
-    updated_at = UnicodeAttribute()
-    next_seq = NumberAttribute(default=1)
-    message_count = NumberAttribute(default=0)
-    prompt_tokens = NumberAttribute(default=0)
-    completion_tokens = NumberAttribute(default=0)
-    total_tokens = NumberAttribute(default=0)
-    local_prompt_tokens = NumberAttribute(default=0)
-    local_completion_tokens = NumberAttribute(default=0)
-    deleted_at = UnicodeAttribute(null=True)
-    #: Turn log (seed 002): turns started so far, and the state of a turn waiting for tool results.
-    turn_count = NumberAttribute(default=0)
-    open_turn = JSONAttribute(null=True)
-    #: Pinned messages (WIN-3), copied here so the post's one Query hands them to the window:
-    #: [{"seq", "message_id", "role", "content", "tokens", "name"?}], oldest first; `pinned_rev`
-    #: guards concurrent pin changes.
-    pinned = JSONAttribute(null=True)
-    pinned_rev = NumberAttribute(default=0)
-
-    @classmethod
-    def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
-        """(pk, sk) of the conversation item."""
-        return conversation_pk(owner, conversation_id), META_SK
-
-    @classmethod
-    def new(cls, owner: str, conversation_id: str, **attributes: Any) -> Conversation:
-        """A live conversation item with its keys and listing-index attributes set."""
-        pk, sk = cls.key(owner, conversation_id)
-        item = cls(pk, sk, conversation_id=conversation_id, owner=owner, **attributes)
-        item.gsi1pk = owner_pk(owner)
-        item.gsi1sk = listing_sk(item.updated_at, conversation_id)
-        return item
-
-    @property
-    def is_deleted(self) -> bool:
-        return self.deleted_at is not None
-
-
-class Message(TableItem, discriminator="message"):
-    """One message (`sk = MSG#<seq>`), appended once, never rewritten (only its `pinned` flag changes);
-    `tokens` counted at write (TOK-5)."""
-
-    conversation_id = UnicodeAttribute()
-    message_id = UnicodeAttribute()
-    seq = NumberAttribute()
-    role = UnicodeAttribute()
-    content = UnicodeAttribute(null=True)
-    status = UnicodeAttribute(default="ok")
-    created_at = UnicodeAttribute()
-    tokens = NumberAttribute(default=0)
-    model = UnicodeAttribute(null=True)
-    usage = UsageMap(null=True)
-    usage_reported = BooleanAttribute(null=True)
-    local_usage = UsageMap(null=True)
-    error = JSONAttribute(null=True)
-    latency_ms = NumberAttribute(null=True)
-    finish_reason = UnicodeAttribute(null=True)
-    #: OpenAI tool messages: an assistant message's calls, a tool result's call id and tool name.
-    tool_calls = JSONAttribute(null=True)
-    tool_call_id = UnicodeAttribute(null=True)
-    name = UnicodeAttribute(null=True)
-    pinned = BooleanAttribute(null=True)
-    #: A reply stored on its own because the conversation item stayed contended: what the conversation's
-    #: totals still lack ({"reported": [p, c, t], "local": [p, c], "open_turn"?}). The next post adds it
-    #: in its TransactWrite #1 and removes this attribute in the same transaction.
-    pending_totals = JSONAttribute(null=True)
-
-    @classmethod
-    def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
-        """(pk, sk) of the message at `seq` in a conversation."""
-        return conversation_pk(owner, conversation_id), message_sk(seq)
-
-    @classmethod
-    def new(cls, owner: str, conversation_id: str, seq: int, **attributes: Any) -> Message:
-        pk, sk = cls.key(owner, conversation_id, seq)
-        return cls(pk, sk, conversation_id=conversation_id, seq=seq, **attributes)
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from pynamodb.attributes import ListAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import Conflict, DialogueNotFound, InvalidInput
 from chat_core.store.base import TableItem, bind, connection, store_error
+from chat_core.store.items import (
+    DialogueEntryItem,
+    DialogueMetaItem,
+    EntryIdGuardItem,
+    ParticipantDialogueItem,
+    ParticipantStatsItem,
+    WorldDialogueItem,
+)
+from chat_core.store.keys import entry_sk
 
 MAX_PARTICIPANTS: Final = 32  # one start writes 2 + 2n items; a transaction holds at most 100
 MAX_PARTICIPANT_ID_CHARS: Final = 64
@@ -64,13 +72,6 @@ def _now() -> str:
 
 
 # ---------------------------------------------------------------------------------------------- keys
-
-
-def escape_owner(owner: str) -> str:
-    """The owner as it appears in a key: `%` and `#` percent-escaped so it can't end its own segment."""
-    if not isinstance(owner, str) or not owner:
-        raise InvalidInput("owner must be a non-empty string", field="owner")
-    return owner.replace("%", "%25").replace("#", "%23")
 
 
 def validate_world_id(world_id: object) -> str:
@@ -164,99 +165,6 @@ def validate_entry_id(entry_id: object) -> str:
             field="entry_id",
         )
     return entry_id
-
-
-def _world_prefix(owner: str, world_id: str) -> str:
-    return f"USER#{escape_owner(owner)}#WORLD#{world_id}"
-
-
-def _entry_sk(tick: int, seq: int) -> str:
-    return f"E#{tick:020d}#{seq:010d}"
-
-
-# -------------------------------------------------------------------------------------------- models
-
-
-class DialogueMetaItem(TableItem, discriminator="dialogue"):
-    """One per dialogue: its participant set and the per-dialogue entry sequence."""
-
-    dialogue_id = UnicodeAttribute()
-    world_id = UnicodeAttribute()
-    participants = ListAttribute[str]()
-    participant_count = NumberAttribute()
-    next_seq = NumberAttribute(default=0)
-    entry_count = NumberAttribute(default=0)
-    created_at = UnicodeAttribute()
-    updated_at = UnicodeAttribute()
-
-    @classmethod
-    def pk_for(cls, owner: str, world_id: str, dialogue_id: str) -> str:
-        return f"{_world_prefix(owner, world_id)}#DLG#{dialogue_id}"
-
-    SK: Final = "~META"
-
-
-class WorldDialogueItem(TableItem, discriminator="world_dialogue"):
-    """World directory: lists a world's dialogues for export and the empty-world check of import."""
-
-    dialogue_id = UnicodeAttribute()
-    participants = ListAttribute[str]()
-    created_at = UnicodeAttribute()
-
-    @classmethod
-    def pk_for(cls, owner: str, world_id: str) -> str:
-        return f"{_world_prefix(owner, world_id)}#DIR"
-
-    @classmethod
-    def sk_for(cls, dialogue_id: str) -> str:
-        return f"DLG#{dialogue_id}"
-
-
-class ParticipantDialogueItem(TableItem, discriminator="participant_dialogue"):
-    """Inverted index: participant -> dialogue, with the dialogue's whole participant set."""
-
-    dialogue_id = UnicodeAttribute()
-    participants = ListAttribute[str]()
-    participant_count = NumberAttribute()
-
-    @classmethod
-    def pk_for(cls, owner: str, world_id: str, participant_id: str) -> str:
-        return f"{_world_prefix(owner, world_id)}#P#{participant_id}"
-
-    @classmethod
-    def sk_for(cls, participant_count: int, dialogue_id: str) -> str:
-        return f"DLG#{participant_count:02d}#{dialogue_id}"
-
-
-class ParticipantStatsItem(TableItem, discriminator="participant_stats"):
-    """How many dialogues a participant is in: lets retrieval start from the rarest participant."""
-
-    dialogue_count = NumberAttribute(default=0)
-
-    SK: Final = "~STATS"
-
-
-class DialogueEntryItem(TableItem, discriminator="dialogue_entry"):
-    """One line of a dialogue; the sort key orders by game tick, then by insertion sequence."""
-
-    entry_id = UnicodeAttribute()
-    participant_id = UnicodeAttribute()
-    role = UnicodeAttribute()
-    content = UnicodeAttribute()
-    game_tick = NumberAttribute()
-    seq = NumberAttribute()
-    name = UnicodeAttribute(null=True)
-    created_at = UnicodeAttribute()
-
-
-class EntryIdGuardItem(TableItem, discriminator="dialogue_entry_id"):
-    """Makes an entry_id unique within its dialogue (retried queue deliveries never store twice)."""
-
-    entry_sk = UnicodeAttribute()
-
-    @classmethod
-    def sk_for(cls, entry_id: str) -> str:
-        return f"ID#{entry_id}"
 
 
 # ------------------------------------------------------------------------------------------- records
@@ -441,7 +349,7 @@ def append_entry(
     expected = dialogue.next_seq
     for attempt in range(_APPEND_ATTEMPTS):
         now = _now()
-        sk = _entry_sk(entry.game_tick, expected)
+        sk = entry_sk(entry.game_tick, expected)
         item = DialogueEntryItem(
             pk,
             sk,
@@ -665,7 +573,7 @@ def restore_dialogue(
     try:
         with TableItem.batch_write() as batch:
             for e in entries:
-                sk = _entry_sk(e.game_tick, e.seq)
+                sk = entry_sk(e.game_tick, e.seq)
                 batch.save(
                     DialogueEntryItem(
                         pk,

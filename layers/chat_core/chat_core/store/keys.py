@@ -63,3 +63,36 @@ def message_sk(seq: int) -> str:
 def listing_sk(updated_at: str, conversation_id: str) -> str:
     """Sort key in the listing index: newest `updated_at` first when queried descending."""
     return f"{updated_at}#{conversation_id}"
+
+
+#: "~SUMMARY" sorts after "~META" ('S' > 'M'): the post's one descending Query meets the summary first,
+#: then the conversation item, then the newest messages (DES-1, API-4 stays one Query).
+SUMMARY_SK = "~SUMMARY"
+
+#: Turn-log events (seed 002) live in the conversation's partition: `EVT#<turn>#<index in turn>`, both
+#: zero-padded; session_start is turn 0, session_end sorts last (`EVT#~END`). "EVT#" sorts before "MSG#",
+#: so the post's one descending Query (from `~META` down through the newest messages, `sk >= "MSG#"`)
+#: never reads an event.
+EVENT_SK_PREFIX = "EVT#"
+SESSION_END_SK = f"{EVENT_SK_PREFIX}~END"
+_INDEX_WIDTH = 4
+
+
+def event_sk(turn: int, index: int) -> str:
+    """Sort key of the event at `index` inside `turn` (turn 0 holds session_start)."""
+    return f"{EVENT_SK_PREFIX}{turn:0{SEQ_WIDTH}d}#{index:0{_INDEX_WIDTH}d}"
+
+
+def turn_prefix(turn: int) -> str:
+    """The sort-key prefix of every event of one turn."""
+    return f"{EVENT_SK_PREFIX}{turn:0{SEQ_WIDTH}d}#"
+
+
+def world_prefix(owner: str, world_id: str) -> str:
+    """The key prefix of everything in one owner's world (dialogue items: see store/dialogues.py)."""
+    return f"USER#{escape_owner(owner)}#WORLD#{world_id}"
+
+
+def entry_sk(tick: int, seq: int) -> str:
+    """Sort key of a dialogue entry: game tick, then insertion sequence (both zero-padded)."""
+    return f"E#{tick:020d}#{seq:010d}"

@@ -14,8 +14,8 @@ from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.conversations import Conversation, Message
-from chat_core.store.events import EVENT_SK_PREFIX, SESSION_END_SK, EventItem
+from chat_core.store.items import Conversation, EventItem, Message
+from chat_core.store.keys import EVENT_SK_PREFIX, SESSION_END_SK
 
 #: How far back (newest events first) a repair looks for the turn of an interrupted post. An abandoned
 #: turn is one of the newest; past this the reply is still closed, without its turn_end.

@@ -6,47 +6,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 
 from chat_core.store import base
 from chat_core.store.base import TableItem
+from chat_core.store.items import Summary
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
-
-#: "~SUMMARY" sorts after "~META" ('S' > 'M'): the post's one descending Query meets the summary first,
-#: then the conversation item, then the newest messages (DES-1, API-4 stays one Query).
-SUMMARY_SK = "~SUMMARY"
-
-
-class Summary(TableItem, discriminator="summary"):
-    """The running summary of a conversation's earliest messages, `from_seq..to_seq` inclusive.
-
-    `text` is what the model wrote (capped); `tokens` is the exact chat-format count of the system-side
-    message the window sends (TOK-5: counted once, here). `rounds` counts incremental updates.
-    """
-
-    conversation_id = UnicodeAttribute()
-    from_seq = NumberAttribute()
-    to_seq = NumberAttribute()
-    text = UnicodeAttribute()
-    tokens = NumberAttribute(default=0)
-    model = UnicodeAttribute()
-    created_at = UnicodeAttribute()
-    rounds = NumberAttribute(default=1)
-    messages_covered = NumberAttribute(default=0)
-    input_tokens = NumberAttribute(default=0)
-    output_tokens = NumberAttribute(default=0)
-
-    @classmethod
-    def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
-        """(pk, sk) of a conversation's summary item."""
-        return conversation_pk(owner, conversation_id), SUMMARY_SK
-
-    @classmethod
-    def new(cls, owner: str, conversation_id: str, **attributes: Any) -> Summary:
-        pk, sk = cls.key(owner, conversation_id)
-        return cls(pk, sk, conversation_id=conversation_id, **attributes)
 
 
 class SummarySuperseded(Exception):

@@ -1,0 +1,296 @@
+"""Every item class of the one table, in one place: what each item holds and its keys (DES-1, STO-1).
+
+The repositories beside this module (conversations, summaries, events, dialogues) read and write these
+items; key shapes live in `keys`. Nothing here talks to DynamoDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+)
+
+from chat_core.engine.turnlog import LogEvent
+from chat_core.store.base import TableItem
+from chat_core.store.keys import (
+    META_SK,
+    SESSION_END_SK,
+    SUMMARY_SK,
+    conversation_pk,
+    event_sk,
+    listing_sk,
+    message_sk,
+    owner_pk,
+    world_prefix,
+)
+
+# ------------------------------------------------------------------------------- conversations (seed 003)
+
+
+class UsageMap(MapAttribute[str, Any]):
+    """Token usage of one model call: as the provider reported it, or as counted locally."""
+
+    prompt_tokens = NumberAttribute(default=0)
+    completion_tokens = NumberAttribute(default=0)
+    total_tokens = NumberAttribute(default=0)
+
+
+def usage_map(prompt: int, completion: int, total: int) -> UsageMap:
+    """A usage map value for a message item."""
+    return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+class Conversation(TableItem, discriminator="conversation"):
+    """The conversation item (`sk = ~META`): owner, settings, sequence counter, totals, soft-delete state."""
+
+    conversation_id = UnicodeAttribute()
+    owner = UnicodeAttribute()
+    title = UnicodeAttribute(null=True)
+    system_prompt = UnicodeAttribute(null=True)
+    system_tokens = NumberAttribute(default=0)
+    model = UnicodeAttribute()
+    window_policy = JSONAttribute(null=True)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    next_seq = NumberAttribute(default=1)
+    message_count = NumberAttribute(default=0)
+    prompt_tokens = NumberAttribute(default=0)
+    completion_tokens = NumberAttribute(default=0)
+    total_tokens = NumberAttribute(default=0)
+    local_prompt_tokens = NumberAttribute(default=0)
+    local_completion_tokens = NumberAttribute(default=0)
+    deleted_at = UnicodeAttribute(null=True)
+    #: Turn log (seed 002): turns started so far, and the state of a turn waiting for tool results.
+    turn_count = NumberAttribute(default=0)
+    open_turn = JSONAttribute(null=True)
+    #: Pinned messages (WIN-3), copied here so the post's one Query hands them to the window:
+    #: [{"seq", "message_id", "role", "content", "tokens", "name"?}], oldest first; `pinned_rev`
+    #: guards concurrent pin changes.
+    pinned = JSONAttribute(null=True)
+    pinned_rev = NumberAttribute(default=0)
+
+    @classmethod
+    def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
+        """(pk, sk) of the conversation item."""
+        return conversation_pk(owner, conversation_id), META_SK
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, **attributes: Any) -> Conversation:
+        """A live conversation item with its keys and listing-index attributes set."""
+        pk, sk = cls.key(owner, conversation_id)
+        item = cls(pk, sk, conversation_id=conversation_id, owner=owner, **attributes)
+        item.gsi1pk = owner_pk(owner)
+        item.gsi1sk = listing_sk(item.updated_at, conversation_id)
+        return item
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class Message(TableItem, discriminator="message"):
+    """One message (`sk = MSG#<seq>`), appended once, never rewritten (only its `pinned` flag changes);
+    `tokens` counted at write (TOK-5)."""
+
+    conversation_id = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    seq = NumberAttribute()
+    role = UnicodeAttribute()
+    content = UnicodeAttribute(null=True)
+    status = UnicodeAttribute(default="ok")
+    created_at = UnicodeAttribute()
+    tokens = NumberAttribute(default=0)
+    model = UnicodeAttribute(null=True)
+    usage = UsageMap(null=True)
+    usage_reported = BooleanAttribute(null=True)
+    local_usage = UsageMap(null=True)
+    error = JSONAttribute(null=True)
+    latency_ms = NumberAttribute(null=True)
+    finish_reason = UnicodeAttribute(null=True)
+    #: OpenAI tool messages: an assistant message's calls, a tool result's call id and tool name.
+    tool_calls = JSONAttribute(null=True)
+    tool_call_id = UnicodeAttribute(null=True)
+    name = UnicodeAttribute(null=True)
+    pinned = BooleanAttribute(null=True)
+    #: A reply stored on its own because the conversation item stayed contended: what the conversation's
+    #: totals still lack ({"reported": [p, c, t], "local": [p, c], "open_turn"?}). The next post adds it
+    #: in its TransactWrite #1 and removes this attribute in the same transaction.
+    pending_totals = JSONAttribute(null=True)
+
+    @classmethod
+    def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
+        """(pk, sk) of the message at `seq` in a conversation."""
+        return conversation_pk(owner, conversation_id), message_sk(seq)
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, seq: int, **attributes: Any) -> Message:
+        pk, sk = cls.key(owner, conversation_id, seq)
+        return cls(pk, sk, conversation_id=conversation_id, seq=seq, **attributes)
+
+
+class Summary(TableItem, discriminator="summary"):
+    """The running summary of a conversation's earliest messages, `from_seq..to_seq` inclusive.
+
+    `text` is what the model wrote (capped); `tokens` is the exact chat-format count of the system-side
+    message the window sends (TOK-5: counted once, here). `rounds` counts incremental updates.
+    """
+
+    conversation_id = UnicodeAttribute()
+    from_seq = NumberAttribute()
+    to_seq = NumberAttribute()
+    text = UnicodeAttribute()
+    tokens = NumberAttribute(default=0)
+    model = UnicodeAttribute()
+    created_at = UnicodeAttribute()
+    rounds = NumberAttribute(default=1)
+    messages_covered = NumberAttribute(default=0)
+    input_tokens = NumberAttribute(default=0)
+    output_tokens = NumberAttribute(default=0)
+
+    @classmethod
+    def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
+        """(pk, sk) of a conversation's summary item."""
+        return conversation_pk(owner, conversation_id), SUMMARY_SK
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, **attributes: Any) -> Summary:
+        pk, sk = cls.key(owner, conversation_id)
+        return cls(pk, sk, conversation_id=conversation_id, **attributes)
+
+
+class EventItem(TableItem, discriminator="event"):
+    """One turn-log event. The seed's `type` is stored as `event_type` (`type` is the item discriminator)."""
+
+    conversation_id = UnicodeAttribute()
+    ts = UnicodeAttribute()
+    event_type = UnicodeAttribute()
+    turn = NumberAttribute(null=True)
+    step = NumberAttribute(null=True)
+    content = UnicodeAttribute(null=True)
+    # Stored as event_role so an item filter on `role` only ever meets messages.
+    role = UnicodeAttribute(null=True, attr_name="event_role")
+    meta = JSONAttribute(null=True)
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, event: LogEvent) -> EventItem:
+        """The item of `event`; session_end gets the key that sorts after every turn."""
+        pk = conversation_pk(owner, conversation_id)
+        sk = SESSION_END_SK if event.type == "session_end" else event_sk(event.turn or 0, event.index)
+        return cls(
+            pk,
+            sk,
+            conversation_id=conversation_id,
+            ts=event.ts,
+            event_type=event.type,
+            turn=event.turn,
+            step=event.step,
+            content=event.content,
+            role=event.role,
+            meta=event.meta or {},
+        )
+
+    def to_line(self) -> dict[str, Any]:
+        """The seed-002 JSONL object of this event."""
+        meta = self.meta if isinstance(self.meta, Mapping) else {}
+        return LogEvent(
+            type=self.event_type,  # type: ignore[arg-type]
+            ts=self.ts,
+            turn=int(self.turn) if self.turn is not None else None,
+            step=int(self.step) if self.step is not None else None,
+            content=self.content,
+            role=self.role,
+            meta=dict(meta),
+        ).to_line(self.conversation_id)
+
+
+# ------------------------------------------------------------------------------------ dialogues (seed 004)
+
+
+class DialogueMetaItem(TableItem, discriminator="dialogue"):
+    """One per dialogue: its participant set and the per-dialogue entry sequence."""
+
+    dialogue_id = UnicodeAttribute()
+    world_id = UnicodeAttribute()
+    participants = ListAttribute[str]()
+    participant_count = NumberAttribute()
+    next_seq = NumberAttribute(default=0)
+    entry_count = NumberAttribute(default=0)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str, dialogue_id: str) -> str:
+        return f"{world_prefix(owner, world_id)}#DLG#{dialogue_id}"
+
+    SK: Final = "~META"
+
+
+class WorldDialogueItem(TableItem, discriminator="world_dialogue"):
+    """World directory: lists a world's dialogues for export and the empty-world check of import."""
+
+    dialogue_id = UnicodeAttribute()
+    participants = ListAttribute[str]()
+    created_at = UnicodeAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str) -> str:
+        return f"{world_prefix(owner, world_id)}#DIR"
+
+    @classmethod
+    def sk_for(cls, dialogue_id: str) -> str:
+        return f"DLG#{dialogue_id}"
+
+
+class ParticipantDialogueItem(TableItem, discriminator="participant_dialogue"):
+    """Inverted index: participant -> dialogue, with the dialogue's whole participant set."""
+
+    dialogue_id = UnicodeAttribute()
+    participants = ListAttribute[str]()
+    participant_count = NumberAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str, participant_id: str) -> str:
+        return f"{world_prefix(owner, world_id)}#P#{participant_id}"
+
+    @classmethod
+    def sk_for(cls, participant_count: int, dialogue_id: str) -> str:
+        return f"DLG#{participant_count:02d}#{dialogue_id}"
+
+
+class ParticipantStatsItem(TableItem, discriminator="participant_stats"):
+    """How many dialogues a participant is in: lets retrieval start from the rarest participant."""
+
+    dialogue_count = NumberAttribute(default=0)
+
+    SK: Final = "~STATS"
+
+
+class DialogueEntryItem(TableItem, discriminator="dialogue_entry"):
+    """One line of a dialogue; the sort key orders by game tick, then by insertion sequence."""
+
+    entry_id = UnicodeAttribute()
+    participant_id = UnicodeAttribute()
+    role = UnicodeAttribute()
+    content = UnicodeAttribute()
+    game_tick = NumberAttribute()
+    seq = NumberAttribute()
+    name = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+
+
+class EntryIdGuardItem(TableItem, discriminator="dialogue_entry_id"):
+    """Makes an entry_id unique within its dialogue (retried queue deliveries never store twice)."""
+
+    entry_sk = UnicodeAttribute()
+
+    @classmethod
+    def sk_for(cls, entry_id: str) -> str:
+        return f"ID#{entry_id}"
