@@ -51,11 +51,12 @@ LONG_MODULES = {
     "dialogue.prompt": 640,
     # Dialogue entries: validation, start-or-get, append and the historical context read path.
     "dialogue.entries": 580,
-    # The conversation repository: every read and write of the conversation partition, item classes
-    # included; its transactions share condition builders. Splitting items from repositories is next.
-    "store.conversations": 880,
-    # The dialogue repository, likewise.
-    "store.dialogues": 750,
+    # The conversation repository: every read and write of the conversation partition (the post's
+    # Query, its two transactions, reservations, pins, listing, delete); its transactions share
+    # condition builders and the contention handling.
+    "store.conversations": 780,
+    # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
+    "store.dialogues": 660,
 }
 
 
