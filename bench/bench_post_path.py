@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,16 +44,16 @@ class PostRun:
     status: int = 0
 
 
-def _seed(client: Any, conversations: Any, length: int) -> str:
+def _seed(client: Any, post: Callable[..., Any], length: int) -> str:
     """A conversation of `length` messages: two real turns give the item shapes, BatchWriteItem the rest."""
     from chat_core.engine import tokens
     from chat_core.http.schemas import PostMessageIn
     from chat_core.store.conversations import message_id_for
     from chat_core.store.keys import message_sk
 
-    first = conversations.post_message(OWNER, PostMessageIn(content=message_text(1)))
+    first = post(OWNER, PostMessageIn(content=message_text(1)))
     conversation_id = str(first.body["conversation_id"])
-    conversations.post_message(OWNER, PostMessageIn(conversation_id=conversation_id, content=message_text(3)))
+    post(OWNER, PostMessageIn(conversation_id=conversation_id, content=message_text(3)))
     items = client.query(
         TableName=TABLE,
         KeyConditionExpression="pk = :pk",
@@ -117,19 +118,20 @@ def _set_policy(client: Any, conversation_id: str, policy: dict[str, Any] | None
         )
 
 
-def _one_post(conversations: Any, conversation_id: str, n: int, key_prefix: str | None) -> PostRun:
+def _one_post(post: Callable[..., Any], conversation_id: str, n: int, key_prefix: str | None) -> PostRun:
     from chat_core.http.schemas import PostMessageIn
+    from chat_core.http.statuses import post_status
 
     request = PostMessageIn(conversation_id=conversation_id, content=message_text(90_000 + n))
     key = f"{key_prefix}-{n}" if key_prefix else None
     with metered() as tally:
         started = time.process_time()
-        outcome = conversations.post_message(OWNER, request, idempotency_key=key)
+        outcome = post(OWNER, request, idempotency_key=key)
         elapsed = time.process_time() - started
-    return PostRun(tally, elapsed - tally.server_seconds, 1, outcome.status)
+    return PostRun(tally, elapsed - tally.server_seconds, 1, post_status(outcome))
 
 
-def _measure(conversations: Any, conversation_id: str, posts: int, key_prefix: str | None) -> PostRun:
+def _measure(post: Callable[..., Any], conversation_id: str, posts: int, key_prefix: str | None) -> PostRun:
 
     runs: list[PostRun] = []
     # moto's table lives in this process: keep the collector off its objects, as Lambda has none of them.
@@ -137,7 +139,7 @@ def _measure(conversations: Any, conversation_id: str, posts: int, key_prefix: s
     gc.freeze()
     try:
         for n in range(posts):
-            runs.append(_one_post(conversations, conversation_id, n, key_prefix))
+            runs.append(_one_post(post, conversation_id, n, key_prefix))
     finally:
         gc.unfreeze()
     shapes = {(r.tally.describe_calls(), r.tally.received) for r in runs}
@@ -158,18 +160,18 @@ def ours(length: int) -> dict[str, PostRun]:
 
     model = FixedReplyModel()
     results: dict[str, PostRun] = {}
-    with moto_env(TABLE_NAME=TABLE), mock_aws(), chat_service(model) as conversations:
+    with moto_env(TABLE_NAME=TABLE), mock_aws(), chat_service(model) as post:
         create_table(TABLE)
         _reset_pynamodb()
         client = boto3.client("dynamodb", region_name="us-east-1")
         started = time.perf_counter()
-        conversation_id = _seed(client, conversations, length)
+        conversation_id = _seed(client, post, length)
         progress(f"post path: seeded {length:,} messages in {time.perf_counter() - started:.1f}s")
         posts = POSTS[length]
-        results["default"] = _measure(conversations, conversation_id, posts, None)
-        results["idempotent"] = _measure(conversations, conversation_id, posts, f"bench-{length}")
+        results["default"] = _measure(post, conversation_id, posts, None)
+        results["idempotent"] = _measure(post, conversation_id, posts, f"bench-{length}")
         _set_policy(client, conversation_id, OWN_POLICY)
-        results["own"] = _measure(conversations, conversation_id, posts, None)
+        results["own"] = _measure(post, conversation_id, posts, None)
     return results
 
 

@@ -119,15 +119,14 @@ class Side:
 def _reset_pynamodb() -> None:
     """Fresh settings and connections, so clients are created inside this mock and metered."""
     from chat_core.settings import reset_settings
-    from chat_core.store import base
-    from chat_core.store import conversations as store
+    from chat_core.store import base, items
 
     install()
     reset_settings()
     base._bound = None
     if hasattr(base, "_connection"):
         base._connection = None  # TransactWrite's cached connection
-    for model in (base.TableItem, store.Conversation, store.Message):
+    for model in (base.TableItem, items.Conversation, items.Message):
         model._connection = None
 
 
@@ -152,6 +151,7 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
     """Our store, the post path's functions: TransactWrite #1 and #2 per turn, one Query for the window."""
     from chat_core.engine import tokens
     from chat_core.store import conversations as store
+    from chat_core.store import items
     from chat_core.store.keys import new_id
     from moto import mock_aws
 
@@ -174,7 +174,7 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
         run_ = AppendRun()
         with metered() as tally:
             started = time.process_time()
-            conversation = store.Conversation.new(
+            conversation = items.Conversation.new(
                 OWNER, conversation_id, model="gpt-4o-mini", created_at=now, updated_at=now
             )
             store.create_conversation(conversation)
@@ -184,7 +184,7 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
             with metered() as turn_tally:
                 started = time.process_time()
                 seq = int(conversation.next_seq)
-                user = store.Message.new(
+                user = items.Message.new(
                     OWNER,
                     conversation_id,
                     seq,
@@ -196,7 +196,7 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
                 )
                 store.append_user_message(conversation, user, now)
                 conversation.next_seq = seq + 2  # what the next post's Query would return
-                reply = store.Message.new(
+                reply = items.Message.new(
                     OWNER,
                     conversation_id,
                     seq + 1,
