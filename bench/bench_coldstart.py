@@ -628,8 +628,8 @@ def _measure(scratch: Path) -> list[Section]:
                 f"CPU time, median of {REPEATS}; `import boto3` done first and not timed (every handler pays "
                 "it and it is the baseline); chat_core from the staged layer with bytecode. Pieces share "
                 "dependencies (pydantic under the event handler and the schemas, botocore under PynamoDB and "
-                "the X-Ray SDK), so their costs do not add up. The last three are not imported at init by "
-                f"any handler any more. Goal <= {GOAL}x: a handler must import in <= {budget * 1000:.0f} ms "
+                "the X-Ray SDK), so their costs do not add up. Each row's 'what' says who imports it at "
+                f"init. Goal <= {GOAL}x: a handler must import in <= {budget * 1000:.0f} ms "
                 f"of CPU here; {heaviest}, the heaviest, is "
                 + (f"{gap * 1000:.0f} ms over it. " if gap > 0 else f"{-gap * 1000:.0f} ms under it. ")
                 + DONE
