@@ -229,7 +229,12 @@ class FixedReplyModel:
     calls: int = 0
 
     def complete(
-        self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        time_budget_s: float | None = None,
+        options: Any = None,
     ) -> Any:
         from chat_core.llm.completion import Completion, Usage
 

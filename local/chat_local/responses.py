@@ -66,6 +66,21 @@ class ToolCallOut(_Out):
     function: FunctionCallOut
 
 
+class UsageDetailsOut(_Out):
+    """The provider's usage breakdown as it sent it (e.g. cached_tokens, reasoning_tokens)."""
+
+    prompt_tokens_details: dict[str, int] | None = None
+    completion_tokens_details: dict[str, int] | None = None
+
+
+class AudioOut(_Out):
+    """A spoken answer: its id and transcript (the audio bytes are not stored)."""
+
+    id: str | None = None
+    transcript: str | None = None
+    expires_at: int | None = None
+
+
 class PendingToolCallOut(_Out):
     id: str
     name: str
@@ -74,7 +89,9 @@ class PendingToolCallOut(_Out):
 class MessageOut(_Out):
     """API-1: a stored message; assistant messages add model and usage, failed ones add error. Only when
     they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool results,
-    `pinned: true`, and `stored: false` on the reply a 503 reply_not_stored carries."""
+    `pinned: true`, and `stored: false` on the reply a 503 reply_not_stored carries. A model's answer
+    (API-10) adds `finish_reason`, `truncated: true` when it was cut at its length limit, `refusal`
+    (content is then null), and `annotations`, `function_call`, `audio`, `usage_details` as sent."""
 
     message_id: str
     conversation_id: str
@@ -90,6 +107,13 @@ class MessageOut(_Out):
     name: str | None = None
     pinned: Literal[True] | None = None
     stored: Literal[False] | None = None
+    finish_reason: str | None = None
+    truncated: Literal[True] | None = None
+    refusal: str | None = None
+    annotations: list[dict[str, Any]] | None = None
+    function_call: dict[str, Any] | None = None
+    audio: AudioOut | None = None
+    usage_details: UsageDetailsOut | None = None
 
 
 class ConversationOut(_Out):

@@ -307,7 +307,8 @@ def test_summary_input_and_length_are_capped(
     conversation: Conversation, standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seed 001: the text sent for summarizing stays within SUMMARY_INPUT_MAX_TOKENS (long spans go in
-    several incremental steps, oldest first) and the stored summary within SUMMARY_MAX_TOKENS."""
+    several incremental steps, oldest first), each summary call caps its output (max_completion_tokens,
+    twice SUMMARY_MAX_TOKENS) and the stored summary stays within SUMMARY_MAX_TOKENS."""
     from chat_core.engine import tokens
 
     # Given tight caps and long messages
@@ -328,6 +329,10 @@ def test_summary_input_and_length_are_capped(
     for sent in requests:
         sent_tokens = sum(tokens.count_tokens(m["content"], "gpt-4o-mini") for m in sent["messages"])
         assert sent_tokens <= 500
+        # and each asked the model for a bounded answer, not only for brevity
+        assert sent["max_completion_tokens"] == 64
+    # while the conversation's own turns sent no output cap of the service's choosing
+    assert all("max_completion_tokens" not in sent for sent in chat_requests(standin_llm))
     stored = conversation.summary
     assert stored is not None
     assert int(stored.rounds) == len(requests)

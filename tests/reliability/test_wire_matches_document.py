@@ -9,6 +9,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,8 @@ from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.reliability
+
+PROVIDER_RESPONSES = Path(__file__).resolve().parents[1] / "data" / "provider_responses"
 
 
 def _resolve(schema: Mapping[str, Any], components: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -164,6 +167,14 @@ def test_every_answer_of_every_route_is_documented(
         client.post(f"/conversations/{conversation_id}/window", json={"content": "next"}).status_code == 200
     )
     assert client.get(f"/conversations/{conversation_id}/events", params={"limit": 3}).status_code == 200
+    # The model refuses, then answers with citations, audio and a legacy function_call (API-10).
+    for name in ("refusal", "annotations_audio_function_call", "length_null_content"):
+        canned = json.loads((PROVIDER_RESPONSES / f"{name}.json").read_text(encoding="utf-8"))
+        rel_model.configure(mode="canned", canned=canned)
+        answer = client.post("/messages", json={"conversation_id": conversation_id, "content": name})
+        assert answer.status_code == 201
+    rel_model.configure(mode="ok")
+    assert client.get(f"/conversations/{conversation_id}", params={"limit": 3}).status_code == 200
     # The model fails: 502 with the turn stored as an error.
     rel_model.configure(mode="error500")
     failed = client.post("/messages", json={"conversation_id": conversation_id, "content": "again"})

@@ -27,10 +27,11 @@ Modes (``MODES``):
   huge        200 with a valid JSON body of about ``huge_bytes`` bytes
   huge_error  500 with a body of about ``huge_bytes`` bytes
   tool_call   200 with an assistant message that has ``tool_calls`` and ``content: null``
+  canned      200 with the body set by the ``canned`` control key, verbatim (recorded provider answers)
 
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models`` (also
 ``/models``), ``POST /_control`` (JSON with any of mode, slow_seconds, flaky_failures, flaky_status,
-retry_after, huge_bytes, api_key, reset), ``GET /_requests`` (what was received, as JSON).
+retry_after, huge_bytes, api_key, reply, canned, reset), ``GET /_requests`` (what was received, as JSON).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ MODES = (
     "huge",
     "huge_error",
     "tool_call",
+    "canned",
 )
 
 DEFAULT_MODEL = "standin-model"
@@ -73,6 +75,7 @@ _CONTROL_KEYS = (
     "huge_bytes",
     "api_key",
     "reply",
+    "canned",
 )
 
 
@@ -116,6 +119,7 @@ class _State:
     huge_bytes: int = 3_000_000
     api_key: str | None = None
     reply: str | None = None  # a fixed reply text instead of the echo
+    canned: dict[str, Any] | None = None  # the whole body "canned" mode answers
     completions_seen: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
 
@@ -270,6 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"id": "chatcmpl-standin", "object": "chat.completion", "model": model})
         elif mode == "huge_error":
             self._send(500, b"E" * state.huge_bytes, "text/plain")
+        elif mode == "canned":
+            self._send_json(200, state.canned or {})
         else:
             self._send_json(200, self._completion_body(mode, model, messages, state.huge_bytes, state.reply))
 

@@ -6,6 +6,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,6 +121,93 @@ def test_tool_calls_are_parsed_and_null_content_becomes_empty(standin: OpenAISta
             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
         }
     ]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "provider_responses"
+
+
+def _fixture(name: str) -> dict[str, Any]:
+    return dict(json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8")))
+
+
+def test_api10_a_refusal_is_kept_apart_from_the_content(standin: OpenAIStandin) -> None:
+    # Given a model that refuses (content null, refusal set), as OpenAI answers
+    standin.configure(mode="canned", canned=_fixture("refusal"))
+    # When the model is asked
+    completion = make_provider(standin).complete(MESSAGES, model="m")
+    # Then the refusal is its own field, the content stays empty, and the usage breakdown is kept
+    assert completion.content == ""
+    assert completion.refusal == "I'm sorry, I can't help with that request."
+    assert completion.extras == {
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def test_api10_a_reply_cut_at_its_limit_keeps_its_reason_and_reasoning_tokens(standin: OpenAIStandin) -> None:
+    # Given a reasoning model that spent its whole output budget thinking (content null, length)
+    standin.configure(mode="canned", canned=_fixture("length_null_content"))
+    # When the model is asked
+    completion = make_provider(standin).complete(MESSAGES, model="m")
+    # Then the reason, the cached and the reasoning tokens survive
+    assert (completion.content, completion.refusal, completion.finish_reason) == ("", None, "length")
+    assert completion.extras == {
+        "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 400,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def test_api10_parallel_tool_calls_and_cached_tokens_parse_without_loss(standin: OpenAIStandin) -> None:
+    # Given two tool calls in one answer, with a usage breakdown
+    body = _fixture("tool_calls_detailed_usage")
+    standin.configure(mode="canned", canned=body)
+    # When the model is asked
+    completion = make_provider(standin).complete(MESSAGES, model="m")
+    # Then both calls are kept as sent, and the cached tokens with them
+    assert completion.tool_calls == body["choices"][0]["message"]["tool_calls"]
+    assert completion.usage.prompt_tokens == 2301
+    assert completion.extras is not None
+    assert completion.extras["prompt_tokens_details"]["cached_tokens"] == 2048
+
+
+def test_api10_annotations_audio_transcript_and_function_call_are_kept(standin: OpenAIStandin) -> None:
+    # Given an answer with citations, a legacy function_call and audio
+    body = _fixture("annotations_audio_function_call")
+    standin.configure(mode="canned", canned=body)
+    # When the model is asked
+    completion = make_provider(standin).complete(MESSAGES, model="m")
+    # Then all of it is kept, except the audio bytes (the transcript and the id are)
+    message = body["choices"][0]["message"]
+    assert completion.content == "Paris is sunny today [1]."
+    assert completion.extras == {
+        "annotations": message["annotations"],
+        "function_call": message["function_call"],
+        "audio": {"id": "audio_abc123", "transcript": "Paris is sunny today.", "expires_at": 1732003603},
+    }
+
+
+def test_options_are_sent_and_never_replace_the_model_or_the_messages(standin: OpenAIStandin) -> None:
+    # Given generation settings that also try to override model, messages and stream
+    options = {"max_completion_tokens": 64, "temperature": 0.2, "model": "x", "messages": [], "stream": True}
+    # When the model is asked with them
+    make_provider(standin).complete(MESSAGES, model="m", options=options)
+    # Then the settings reach the model verbatim, and the call's own model and messages win
+    sent = standin.requests[-1].json
+    assert sent["max_completion_tokens"] == 64
+    assert sent["temperature"] == 0.2
+    assert sent["model"] == "m"
+    assert sent["messages"] == MESSAGES
+    assert "stream" not in sent
 
 
 # -- what is sent --------------------------------------------------------------------------------------

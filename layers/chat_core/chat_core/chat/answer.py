@@ -77,15 +77,16 @@ def reply_message(
 
     usage = completion.usage
     calls = completion.tool_calls or None
-    local_completion = int(tokens.count_tokens(completion.content, model))
+    local_completion = int(tokens.count_tokens(completion.content or completion.refusal or "", model))
     for call in calls or []:
         function = call.get("function") or {}
         local_completion += int(tokens.count_tokens(str(function.get("name") or ""), model))
         local_completion += int(tokens.count_tokens(str(function.get("arguments") or ""), model))
-    reply.content = completion.content if completion.content or not calls else None
+    reply.content = completion.content if completion.content or not (calls or completion.refusal) else None
     reply.status = "ok"
     reply.model = completion.model or model
-    counted: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    # A refusal goes back to the model as what it said (the window sends it as the message's content).
+    counted: dict[str, Any] = {"role": "assistant", "content": reply.content or completion.refusal}
     if calls:
         reply.tool_calls = calls
         counted["tool_calls"] = calls
@@ -95,6 +96,8 @@ def reply_message(
     reply.local_usage = usage_map(local_prompt, local_completion, local_prompt + local_completion)
     reply.latency_ms = round(completion.latency_ms, 1)
     reply.finish_reason = completion.finish_reason
+    reply.refusal = completion.refusal
+    reply.extras = completion.extras
     return (
         reply,
         (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
@@ -134,7 +137,7 @@ def record_answer(
         recorder.end("error", error_message=failure.message, conversation_tokens=totals)
     else:
         recorder.model_answer(
-            content=completion.content,
+            content=completion.content or completion.refusal or "",
             tool_calls=assistant.tool_calls,
             message_id=assistant.message_id,
             seq=int(assistant.seq),

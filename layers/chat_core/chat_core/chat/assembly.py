@@ -42,7 +42,8 @@ def _window_message(message: Message) -> dict[str, Any]:
     """A stored message as the window engine takes it: OpenAI keys plus bookkeeping (tokens, pinned...)."""
     window: dict[str, Any] = {
         "role": message.role,
-        "content": message.content or "",
+        # A refusal (API-10) is sent back as what the model said.
+        "content": message.content or message.refusal or "",
         "tokens": int(message.tokens),
         "message_id": message.message_id,
         "seq": int(message.seq),

@@ -42,9 +42,11 @@ UNSTORED_REPLY: Final = "the reply could not be stored ({cause}); the question i
 
 
 def reply_bytes(completion: Completion) -> int:
-    """What the reply adds to its item: the content (UTF-8) and the tool calls (stored as JSON text)."""
+    """What the reply adds to its item: the content and refusal (UTF-8), the tool calls and the extras
+    (stored as JSON text)."""
     calls = json.dumps(completion.tool_calls) if completion.tool_calls else ""
-    return utf8_bytes(completion.content) + len(calls)
+    extras = json.dumps(completion.extras) if completion.extras else ""
+    return utf8_bytes(completion.content) + utf8_bytes(completion.refusal or "") + len(calls) + len(extras)
 
 
 def cap_reply(

@@ -146,6 +146,10 @@ def _line(message: Message) -> str:
     return f"[{int(message.seq)}] {who}: {_message_text(message)}"
 
 
+#: The summary call's `max_completion_tokens`, as a multiple of SUMMARY_MAX_TOKENS.
+SUMMARY_OUTPUT_FACTOR = 2
+
+
 def truncate_tokens(text: str, limit: int, model: str) -> str:
     """`text` cut to at most `limit` tokens of the model's encoding (an ellipsis marks a cut)."""
     encoding = tokens.get_encoding(tokens.encoding_for_model(model))
@@ -312,7 +316,12 @@ def _summarize_step(
     started = time.monotonic()
     try:
         completion = get_provider(settings).complete(
-            request.messages, model=model, time_budget_s=time_budget_s
+            request.messages,
+            model=model,
+            time_budget_s=time_budget_s,
+            # An output cap, not only a request for brevity; twice the stored length leaves a reasoning
+            # model room to think (the text is cut to summary_max_tokens when stored).
+            options={"max_completion_tokens": settings.summary_max_tokens * SUMMARY_OUTPUT_FACTOR},
         )
     except ProviderFailed as exc:
         metrics.add_metric(name="SummaryFailures", unit=MetricUnit.Count, value=1)

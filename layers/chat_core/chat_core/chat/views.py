@@ -28,11 +28,33 @@ def _usage(prompt: float, completion: float, total: float) -> dict[str, int]:
     return {"prompt_tokens": int(prompt), "completion_tokens": int(completion), "total_tokens": int(total)}
 
 
+def _answer_details(message: Message, view: dict[str, Any]) -> None:
+    """API-10: how the model's answer ended and what else it sent besides text and tool calls."""
+    if message.status != "ok":
+        return
+    if message.finish_reason:
+        view["finish_reason"] = message.finish_reason
+        if message.finish_reason == "length":
+            view["truncated"] = True
+    if message.refusal:
+        view["refusal"] = message.refusal
+        view["content"] = message.content or None
+    extras = message.extras if isinstance(message.extras, dict) else {}
+    for key in ("annotations", "function_call", "audio"):
+        if extras.get(key):
+            view[key] = extras[key]
+    details = {k: extras[k] for k in ("prompt_tokens_details", "completion_tokens_details") if extras.get(k)}
+    if details:
+        view["usage_details"] = details
+
+
 def message_view(message: Message) -> dict[str, Any]:
     """API-1 message object: assistant messages add model and usage, error ones add error.
 
     Only when they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool
-    results, `pinned: true`.
+    results, `pinned: true`; on a model's answer (API-10) `finish_reason`, `truncated: true` when it was
+    cut at its length limit, `refusal` (content is then null), and `annotations`, `function_call`,
+    `audio` and `usage_details` (cached and reasoning tokens) as the model sent them.
     """
     view: dict[str, Any] = {
         "message_id": message.message_id,
@@ -59,6 +81,7 @@ def message_view(message: Message) -> dict[str, Any]:
             if usage
             else _usage(0, 0, 0)
         )
+        _answer_details(message, view)
         if message.status == "error":
             error = message.error if isinstance(message.error, dict) else {}
             view["error"] = {

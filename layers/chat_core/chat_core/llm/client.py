@@ -21,6 +21,8 @@ from chat_core.llm.parsing import (
     content_text,
     describe,
     error_detail,
+    parse_extras,
+    parse_refusal,
     parse_tool_calls,
     parse_usage,
     retry_after,
@@ -128,7 +130,12 @@ class OpenAICompatibleProvider:
     # -- the call ---------------------------------------------------------------------------------
 
     def complete(
-        self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        time_budget_s: float | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
         """Ask the model; raises ProviderFailed with the provider's response on every kind of failure.
 
@@ -138,9 +145,9 @@ class OpenAICompatibleProvider:
         started = time.monotonic()
         deadline = None if time_budget_s is None else started + max(0.0, time_budget_s)
         model = model or self.settings.llm_model
-        payload = json.dumps(
-            {"model": model, "messages": to_openai_messages(messages)}, ensure_ascii=False
-        ).encode("utf-8")
+        body = {k: v for k, v in (options or {}).items() if k not in ("model", "messages", "stream")}
+        body.update(model=model, messages=to_openai_messages(messages))
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempts: list[dict[str, Any]] = []
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         headers.update(self._auth_header(model))
@@ -352,11 +359,13 @@ class OpenAICompatibleProvider:
             raise malformed("choices[0].message is missing or not an object")
         try:
             content = content_text(message)
+            refusal = parse_refusal(message)
             tool_calls = parse_tool_calls(message.get("tool_calls"))
         except ValueError as exc:
             raise malformed(str(exc)) from exc
         finish_reason = choice.get("finish_reason")
         usage, reported = parse_usage(data.get("usage"))
+        extras = parse_extras(message, data.get("usage"))
         reply_model = data.get("model")
         request_id = received.headers.get("x-request-id") or received.headers.get("request-id")
         # A model may answer text no UTF-8 store takes (an unpaired surrogate escaped in its JSON): it is
@@ -371,6 +380,8 @@ class OpenAICompatibleProvider:
             raw=data,
             latency_ms=0.0,
             request_id=request_id,
+            refusal=repaired(refusal) if refusal is not None else None,
+            extras=repaired_value(extras) if extras is not None else None,
         )
 
     # -- failure record ---------------------------------------------------------------------------

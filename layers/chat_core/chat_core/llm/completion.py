@@ -35,9 +35,14 @@ class Usage:
 class Completion:
     """One model answer.
 
-    `content` is "" when the model sent `content: null` (e.g. an answer made only of `tool_calls`);
-    `raw` keeps the body exactly as parsed. `usage_reported` is False when the provider sent no usage
-    or only part of it (TOK-6): the missing numbers are 0 and the caller stores its local count beside.
+    `content` is "" when the model sent `content: null` (an answer made only of `tool_calls`, a refusal,
+    a reply cut at its length limit before any text); `refusal` is the model's refusal text, kept apart
+    from `content` (API-10). `extras` is everything else the model answered that a caller may need
+    (API-10): `annotations`, a legacy `function_call`, `audio` (id, transcript, expires_at; not the
+    audio bytes), and the usage breakdown `prompt_tokens_details` / `completion_tokens_details`
+    (cached and reasoning tokens); None when there is none. `raw` keeps the body exactly as parsed.
+    `usage_reported` is False when the provider sent no usage or only part of it (TOK-6): the missing
+    numbers are 0 and the caller stores its local count beside.
     """
 
     content: str
@@ -51,6 +56,8 @@ class Completion:
     offline: bool = False
     attempts: int = 1
     request_id: str | None = None
+    refusal: str | None = None
+    extras: dict[str, Any] | None = None
 
 
 @runtime_checkable
@@ -58,8 +65,16 @@ class ChatProvider(Protocol):
     """Anything that turns a list of chat messages into a `Completion` or raises `ProviderFailed`."""
 
     def complete(
-        self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
-    ) -> Completion: ...
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        time_budget_s: float | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """`options`: further Chat Completions request fields (e.g. `max_completion_tokens`), sent as given;
+        they never replace `model` or `messages`."""
+        ...
 
 
 def to_openai_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -34,8 +34,14 @@ class OfflineProvider:
         self.settings = settings if settings is not None else get_settings()
 
     def complete(
-        self, messages: list[dict[str, Any]], *, model: str, time_budget_s: float | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str,
+        time_budget_s: float | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
+        """The offline answer; `options` (generation settings) change nothing in it."""
         started = time.monotonic()
         model = model or self.settings.llm_model
         sent = to_openai_messages(messages)

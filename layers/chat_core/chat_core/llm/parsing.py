@@ -57,10 +57,10 @@ def retry_after(headers: httpx.Headers) -> float | None:
 
 
 def content_text(message: Mapping[str, Any]) -> str:
+    """The answer's text: `content` as a string, the text parts of a content-part list, "" for null."""
     content = message.get("content")
     if content is None:
-        refusal = message.get("refusal")
-        return refusal if isinstance(refusal, str) else ""
+        return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -74,6 +74,56 @@ def content_text(message: Mapping[str, Any]) -> str:
                 parts.append(text)
         return "".join(parts)
     raise ValueError(f"choices[0].message.content is {type(content).__name__}, expected a string or null")
+
+
+def parse_refusal(message: Mapping[str, Any]) -> str | None:
+    """API-10: the model's refusal (`message.refusal`), or None when it did not refuse."""
+    refusal = message.get("refusal")
+    if refusal is None or refusal == "":
+        return None
+    if not isinstance(refusal, str):
+        raise ValueError(f"choices[0].message.refusal is {type(refusal).__name__}, expected a string or null")
+    return refusal
+
+
+#: Usage breakdowns kept as the provider sent them (numbers only).
+USAGE_DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
+#: What of `message.audio` is kept: the transcript and the id a later request can refer to, not the bytes.
+AUDIO_KEYS: Final = ("id", "transcript", "expires_at")
+
+
+def _numbers(value: Any) -> dict[str, int] | None:
+    if not isinstance(value, Mapping):
+        return None
+    kept = {
+        str(k): int(v)
+        for k, v in value.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer() and v >= 0
+    }
+    return kept or None
+
+
+def parse_extras(message: Mapping[str, Any], usage: Any) -> dict[str, Any] | None:
+    """API-10: what else the model answered: annotations, a legacy function_call, audio (transcript, not
+    bytes), and the usage breakdowns (cached and reasoning tokens). None when there is nothing."""
+    extras: dict[str, Any] = {}
+    annotations = message.get("annotations")
+    if isinstance(annotations, list) and annotations:
+        extras["annotations"] = annotations
+    function_call = message.get("function_call")
+    if isinstance(function_call, Mapping) and function_call:
+        extras["function_call"] = dict(function_call)
+    audio = message.get("audio")
+    if isinstance(audio, Mapping):
+        kept = {key: audio[key] for key in AUDIO_KEYS if audio.get(key) is not None}
+        if kept:
+            extras["audio"] = kept
+    if isinstance(usage, Mapping):
+        for key in USAGE_DETAIL_KEYS:
+            numbers = _numbers(usage.get(key))
+            if numbers:
+                extras[key] = numbers
+    return extras or None
 
 
 def parse_tool_calls(value: Any) -> list[dict[str, Any]] | None:

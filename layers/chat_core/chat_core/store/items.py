@@ -115,6 +115,10 @@ class Message(TableItem, discriminator="message"):
     error = JSONAttribute(null=True)
     latency_ms = NumberAttribute(null=True)
     finish_reason = UnicodeAttribute(null=True)
+    #: API-10: the model's refusal (content is then null), and what else it answered (annotations,
+    #: function_call, audio transcript, usage breakdowns); see llm.completion.Completion.
+    refusal = UnicodeAttribute(null=True)
+    extras = JSONAttribute(null=True)
     #: OpenAI tool messages: an assistant message's calls, a tool result's call id and tool name.
     tool_calls = JSONAttribute(null=True)
     tool_call_id = UnicodeAttribute(null=True)
