@@ -122,6 +122,8 @@ class ConversationOut(_Out):
     system_prompt: str | None
     model: str
     window_policy: dict[str, Any] | None
+    #: API-12: the Chat Completions settings every post sends unless it says otherwise.
+    defaults: dict[str, Any] | None
     message_count: int
     usage: UsageOut
     local_usage: UsageOut
@@ -161,6 +163,8 @@ class ReplyNotStoredOut(PostMessageOut):
 
 class WindowOut(_Out):
     messages: list[dict[str, Any]]
+    #: API-11: what the model call would carry besides the messages (tools, temperature, ...).
+    settings: dict[str, Any]
     stats: dict[str, Any]
 
 
@@ -266,6 +270,7 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "GET /conversations": RouteDoc(200, ConversationPageOut, (400, 401, 422, 503)),
     "GET /conversations/{conversation_id}": RouteDoc(200, ConversationDetailOut, _READ),
     "DELETE /conversations/{conversation_id}": RouteDoc(204, None, (401, 404, 503)),
+    "PATCH /conversations/{conversation_id}": RouteDoc(200, ConversationOut, _WRITE),
     "POST /conversations/{conversation_id}/window": RouteDoc(200, WindowOut, _WRITE),
     "GET /conversations/{conversation_id}/events": RouteDoc(
         200, None, _READ, media_type="application/x-ndjson", headers=_NEXT_CURSOR

@@ -156,7 +156,7 @@ def test_openapi_document_lists_every_template_route(api: httpx.Client) -> None:
     # Then every route of template.yaml is in it, with request schemas from the handlers
     paths = document["paths"]
     assert set(paths["/conversations"]) == {"get", "post"}
-    assert set(paths["/conversations/{conversation_id}"]) == {"get", "delete"}
+    assert set(paths["/conversations/{conversation_id}"]) == {"get", "delete", "patch"}
     assert "post" in paths["/messages"]
     assert "post" in paths["/conversations/{conversation_id}/window"]
     assert "requestBody" in paths["/messages"]["post"]

@@ -21,6 +21,7 @@ EXPECTED = {
     "get_conversation": 404,
     "delete_conversation": 404,
     "build_window": 404,
+    "update_conversation": 404,
 }
 
 

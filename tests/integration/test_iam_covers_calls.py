@@ -139,6 +139,16 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
             body={"pinned": True},
         ),
     )
+    api.invoke(
+        "update_conversation",
+        events.http_event(
+            "PATCH",
+            f"/conversations/{cid}",
+            route="/conversations/{conversation_id}",
+            path_parameters={"conversation_id": cid},
+            body={"system_prompt": "be brief", "defaults": {"temperature": 0.1}},
+        ),
+    )
     api.delete(cid)
     granted = granted_actions()
     assert set(recorded) >= {
@@ -148,6 +158,7 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
         "get_conversation",
         "summarize_conversation",
         "delete_conversation",
+        "update_conversation",
     }
     for function, actions in recorded.items():
         missing = actions - granted[function]

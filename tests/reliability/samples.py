@@ -28,6 +28,7 @@ def body_for(route_key: str, ids: dict[str, str], marker: str = "sample") -> Any
         "POST /worlds/{world_id}/prompt": {"participants": WORLD_PARTICIPANTS, "system_prompt": "npc"},
         "POST /worlds/{world_id}/import": "",
         "PATCH /conversations/{conversation_id}/messages/{message_id}": {"pinned": True},
+        "PATCH /conversations/{conversation_id}": {"title": f"{marker} renamed"},
     }
     return bodies.get(route_key, {})
 

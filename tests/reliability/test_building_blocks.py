@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ParamValidationError, ReadTimeoutError
@@ -127,9 +128,10 @@ def test_documented_responses_replace_the_resolvers_defaults() -> None:
     """REL-7: every operation's responses are rewritten; unknown routes get 2XX and the error shape."""
     # Given a document as Powertools makes it (200 and its own 422 shape), with one unknown route
     default = {"200": {"description": "ok"}, "422": {"description": "HTTPValidationError"}}
-    paths = {
-        key.split(" ", 1)[1]: {key.split(" ", 1)[0].lower(): {"responses": dict(default)}} for key in ROUTES
-    }
+    paths: dict[str, dict[str, Any]] = {}
+    for key in ROUTES:
+        method, path = key.split(" ", 1)
+        paths.setdefault(path, {})[method.lower()] = {"responses": dict(default)}
     paths["/new/{thing}"] = {"put": {"responses": dict(default)}}
     document = document_responses({"paths": paths, "components": {"schemas": {"HTTPValidationError": {}}}})
     # Then each known route has its success status and the error shape; the unknown one 2XX and errors

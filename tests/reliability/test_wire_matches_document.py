@@ -157,6 +157,28 @@ def test_every_answer_of_every_route_is_documented(
     )
     assert answered.status_code == 201
     assert answered.json()["messages"]
+    # Settings and tools on a post and as the conversation's defaults (API-11, API-12).
+    tool = {
+        "type": "function",
+        "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+    }
+    patched = client.patch(
+        f"/conversations/{conversation_id}", json={"title": "wire 2", "defaults": {"temperature": 0.1}}
+    )
+    assert patched.status_code == 200
+    assert patched.json()["defaults"] == {"temperature": 0.1}
+    assert client.patch(f"/conversations/{conversation_id}", json={}).status_code == 422
+    assert client.patch(f"/conversations/{uuid.uuid4()}", json={"title": "x"}).status_code == 404
+    windowed = client.post(
+        f"/conversations/{conversation_id}/window",
+        json={"content": "next", "tools": [tool], "max_tokens": 50},
+    )
+    assert windowed.status_code == 200
+    assert windowed.json()["settings"]["tools"] == [tool]
+    refused = client.post(
+        "/messages", json={"conversation_id": conversation_id, "content": "x", "tool_choice": "auto"}
+    )
+    assert refused.status_code == 422
     message_id = first.json()["user_message"]["message_id"]
     pinned = client.patch(f"/conversations/{conversation_id}/messages/{message_id}", json={"pinned": True})
     assert pinned.status_code == 200

@@ -96,6 +96,19 @@ def delete(conversation_id: str, *, user: str | None = "alice") -> Answer:
     return invoke("delete_conversation", events.delete_conversation(conversation_id, user=user))
 
 
+def update(conversation_id: str, *, user: str | None = "alice", **fields: Any) -> Answer:
+    """PATCH /conversations/{id} with `fields` as the body."""
+    event = events.http_event(
+        "PATCH",
+        f"/conversations/{conversation_id}",
+        route="/conversations/{conversation_id}",
+        path_parameters={"conversation_id": conversation_id},
+        body=fields,
+        user=user,
+    )
+    return invoke("update_conversation", event)
+
+
 def window(conversation_id: str, content: str, *, user: str | None = "alice", **fields: Any) -> Answer:
     body = {"content": content, **fields}
     return invoke("build_window", events.build_window(conversation_id, body, user=user))

@@ -13,7 +13,9 @@ Standalone (prints its URL; point LLM_BASE_URL at it)::
     python -m tests.support.openai_standin --port 8089 --mode ok
 
 Modes (``MODES``):
-  ok          200, deterministic reply mentioning the last user message, with usage
+  ok          200, deterministic reply mentioning the last user message, with usage; when the request
+              offers `tools` (tool_choice not "none") and ends with a user message, a call of the
+              named (else the first) tool instead, like a real model
   no_usage    like ok, without a ``usage`` object (TOK-6)
   partial_usage like ok, usage has only ``prompt_tokens``
   error500    500 with an OpenAI-style error JSON body
@@ -143,6 +145,31 @@ def reply_text(messages: list[Any]) -> str:
     last = _text_of(users[-1].get("content")) if users else ""
     quoted = last if len(last) <= 200 else last[:200] + "…"
     return f'Stand-in reply: you said "{quoted}" ({len(messages)} messages received).'
+
+
+def tool_call_for(request: dict[str, Any], messages: list[Any]) -> dict[str, Any] | None:
+    """Like a real model, ok mode calls a tool only when the request offers `tools` (and `tool_choice`
+    is not "none") and the last message is the user's: the named tool, else the first, with the user's
+    words as the value of its first parameter."""
+    tools = request.get("tools") or []
+    choice = request.get("tool_choice", "auto")
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    if not tools or choice == "none" or last.get("role") != "user":
+        return None
+    function = tools[0].get("function", {})
+    if isinstance(choice, dict):
+        wanted = choice.get("function", {}).get("name")
+        function = next(
+            (t["function"] for t in tools if t.get("function", {}).get("name") == wanted), function
+        )
+    properties = list((function.get("parameters") or {}).get("properties") or {})
+    arguments = {properties[0]: _text_of(last.get("content"))} if properties else {}
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
+    return {
+        "id": f"call_{digest}",
+        "type": "function",
+        "function": {"name": function.get("name", ""), "arguments": json.dumps(arguments)},
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -277,7 +304,17 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "canned":
             self._send_json(200, state.canned or {})
         else:
-            self._send_json(200, self._completion_body(mode, model, messages, state.huge_bytes, state.reply))
+            body = self._completion_body(mode, model, messages, state.huge_bytes, state.reply)
+            if mode == "ok":
+                call = tool_call_for(request, messages)
+                if call is not None:
+                    body["choices"][0]["message"] = {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [call],
+                    }
+                    body["choices"][0]["finish_reason"] = "tool_calls"
+            self._send_json(200, body)
 
     @staticmethod
     def _completion_body(

@@ -54,7 +54,7 @@ LONG_MODULES = {
     # The conversation repository: every read and write of the conversation partition (the post's
     # Query, its two transactions, reservations, pins, listing, delete); its transactions share
     # condition builders and the contention handling.
-    "store.conversations": 780,
+    "store.conversations": 820,
     # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
     "store.dialogues": 660,
 }

@@ -178,3 +178,10 @@ class PayloadTooLarge(ChatError):
     """The request body is over the route's size limit (checked before it is parsed)."""
 
     code = "payload_too_large"
+
+
+class InvalidSettings(InvalidInput):
+    """Model settings a provider would refuse together (API-11): `tool_choice` without `tools`, a named
+    tool that is not defined, tools over their size cap."""
+
+    code = "invalid_settings"

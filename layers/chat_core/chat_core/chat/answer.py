@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from chat_core.chat import deadlines
@@ -20,13 +21,18 @@ from chat_core.store.items import Message, usage_map
 
 
 def ask_model(
-    provider: ChatProvider, window: WindowResult, model: str, context: Any
+    provider: ChatProvider,
+    window: WindowResult,
+    model: str,
+    context: Any,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Completion | None, ProviderFailed | None]:
-    """The model's answer to the window, or its failure (not raised: a failed call is a turn too)."""
+    """The model's answer to the window with the turn's settings (API-11), or its failure (not raised:
+    a failed call is a turn too)."""
     budget = time_budget_from_context(context, safety_margin_s=deadlines.STORE_MARGIN_S)
     started = time.monotonic()
     try:
-        completion = provider.complete(window.messages, model=model, time_budget_s=budget)
+        completion = provider.complete(window.messages, model=model, time_budget_s=budget, options=options)
     except ProviderFailed as exc:
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name="ProviderErrors", unit=MetricUnit.Count, value=1)

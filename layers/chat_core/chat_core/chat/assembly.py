@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chat_core.chat import summary_window
+from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
 from chat_core.chat.rules import check_content, check_id, not_found
 from chat_core.engine import tokens
+from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
@@ -98,6 +100,18 @@ def _room_for_tail(policy: WindowPolicy, tail: Sequence[Mapping[str, Any]]) -> W
     return policy.with_changes(**changes) if changes else policy
 
 
+def _room_for_settings(policy: WindowPolicy, generation: TurnSettings, model: str) -> WindowPolicy:
+    """API-11, TOK-8: a turn with tools or a reply size keeps the model's context for them: the tools
+    take their tokens off the context, the reply size is the reserve (else the model's usual reserve)."""
+    if not generation.tool_tokens and generation.reply_tokens is None:
+        return policy
+    limits = model_context(model)
+    reserve = generation.reply_tokens if generation.reply_tokens is not None else limits.reserve_tokens
+    return policy.with_changes(
+        context_length=max(0, limits.context_length - generation.tool_tokens), reserve_tokens=reserve
+    )
+
+
 @dataclass(frozen=True)
 class AssembledWindow:
     """The window to send and its local prompt count: the stored counts of what it holds (TOK-5)."""
@@ -116,16 +130,20 @@ def assemble_window(
     *,
     summary: Summary | None = None,
     tail_from_seq: int | None = None,
+    generation: TurnSettings = NO_SETTINGS,
 ) -> AssembledWindow:
     """The window sent with `content` (failed replies are left out of the history it chooses from).
 
     With a summary (seed 001) the window carries it after the system prompt and chooses only from the
     messages newer than the range it covers. Pinned messages are kept before other history (WIN-3). On
     a post of tool results (`tail_from_seq`), the tool calls and their results are sent whole in place of
-    a current message, and the history before them fills what room is left.
+    a current message, and the history before them fills what room is left. The turn's tools and reply
+    size (`generation`) take their room out of the model's context first.
     """
 
-    policy = window_policy(policy_override or conversation.window_policy, model)
+    policy = _room_for_settings(
+        window_policy(policy_override or conversation.window_policy, model), generation, model
+    )
     system = None
     system_tokens = 0
     if conversation.system_prompt:
@@ -159,7 +177,8 @@ def assemble_window(
         prompt += int(current["tokens"])
     if summary is not None and summary_window.summary_included(result):
         prompt += int(summary.tokens)
-    return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS))
+    # Tool definitions are billed as prompt tokens (TOK-8).
+    return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS) + generation.tool_tokens)
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
@@ -172,11 +191,21 @@ def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> di
     conversation = recent.conversation
     assert conversation is not None
     model = request.model or conversation.model
+    generation = turn_settings(conversation.defaults, request.settings(), model)
     window = assemble_window(
-        conversation, recent.messages, request.content, None, model, override, summary=recent.summary
+        conversation,
+        recent.messages,
+        request.content,
+        None,
+        model,
+        override,
+        summary=recent.summary,
+        generation=generation,
     ).result
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
     stats["summary"] = summary_window.summary_stats(recent.summary, window)
-    return {"messages": window.messages, "stats": stats}
+    stats.update(generation.window_stats())
+    # What the model call would carry besides the messages (API-11), the reply size as clamped.
+    return {"messages": window.messages, "settings": generation.options, "stats": stats}

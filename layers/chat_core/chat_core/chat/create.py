@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chat_core.chat import generation
 from chat_core.chat.policy import count_message, policy_dict
 from chat_core.chat.rules import now_iso
 from chat_core.chat.views import conversation_view
@@ -16,7 +17,7 @@ from chat_core.store.items import Conversation
 from chat_core.store.keys import new_id
 
 if TYPE_CHECKING:
-    from chat_core.http.schemas import CreateConversationIn
+    from chat_core.http.schemas import CreateConversationIn, ModelSettingsIn
 
 TITLE_FROM_MESSAGE_CHARS = 80
 
@@ -31,9 +32,19 @@ def session_start(conversation: Conversation, settings: Settings) -> LogEvent:
             "title": conversation.title,
             "systemPrompt": bool(conversation.system_prompt),
             "windowPolicy": conversation.window_policy,
+            "defaults": sorted(conversation.defaults or {}),
             "maxTurnSteps": settings.max_turn_steps,
         },
     )
+
+
+def defaults_dict(defaults: ModelSettingsIn | None) -> dict[str, Any] | None:
+    """API-12: a conversation's default settings as stored (checked like a post's; None when empty)."""
+    if defaults is None:
+        return None
+    stored = {key: value for key, value in defaults.settings().items() if value is not None}
+    generation.check(stored)
+    return stored or None
 
 
 def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, Any]:
@@ -42,6 +53,7 @@ def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, 
     model = request.model or settings.llm_model
     system_prompt = request.system_prompt or None
     system_tokens = count_message({"role": "system", "content": system_prompt}, model) if system_prompt else 0
+    defaults = defaults_dict(request.defaults)
     now = now_iso()
     conversation = Conversation.new(
         owner,
@@ -51,6 +63,7 @@ def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, 
         system_tokens=system_tokens,
         model=model,
         window_policy=policy_dict(request.window_policy),
+        defaults=defaults,
         created_at=now,
         updated_at=now,
     )

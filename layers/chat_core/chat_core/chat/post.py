@@ -209,10 +209,12 @@ def _post(
         turn.model,
         summary=turn.summary,
         tail_from_seq=turn.tail_from_seq,
+        generation=turn.generation,
     )
     # A reply too large for its item is stored as an error turn (502) instead (REL).
     completion, failure = recording.cap_reply(
-        *ask_model(provider or get_provider(), window.result, turn.model, context), settings
+        *ask_model(provider or get_provider(), window.result, turn.model, context, turn.generation.options),
+        settings,
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
     recording.fit_item(assistant)

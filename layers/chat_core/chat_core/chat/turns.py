@@ -11,6 +11,7 @@ from chat_core.chat import recording
 from chat_core.chat.assembly import read_history
 from chat_core.chat.create import TITLE_FROM_MESSAGE_CHARS, session_start
 from chat_core.chat.deadlines import wait_deadline
+from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.policy import count_message
 from chat_core.chat.rules import now_iso, pending_calls
 from chat_core.chat.views import PostOutcome
@@ -48,6 +49,9 @@ class Turn:
     summary: Summary | None = None  # seed 001: what the window carries for the messages before history
     resumed: bool = False
     tail_from_seq: int | None = None
+    #: API-11/12: what the model call sends besides the messages (the conversation's defaults under
+    #: the post's own settings), checked before anything was written.
+    generation: TurnSettings = NO_SETTINGS
 
     def outcome(
         self, body: dict[str, Any], *, model_failed: bool = False, reply_stored: bool = True
@@ -125,6 +129,7 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
 
     assert request.content is not None  # checked by post_message before any I/O
     model = request.model or settings.llm_model
+    settled = turn_settings(None, request.settings(), model)
     conversation_id = new_id()
     recorded_in = request.recorded()
     names = tool_pairing.pair_results(recorded_in, [])
@@ -156,6 +161,7 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
         recorder,
         first_seq=1,
         reply_seq=int(user.seq) + 1,
+        generation=settled,
     )
 
 
@@ -223,8 +229,9 @@ def append_to_conversation(
             raise InvalidInput("content is required: no tool calls are waiting for results", field="content")
         names = tool_pairing.pair_results(recorded_in, pending)
         model = request.model or conversation.model
+        settled = turn_settings(conversation.defaults, request.settings(), model)
         if attempt > 0 and not pending:
-            return _reserve_turn(owner, request, recent, names, model, deadline)
+            return _reserve_turn(owner, request, recent, names, model, deadline, settled)
         seq = int(conversation.next_seq)
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
@@ -284,6 +291,7 @@ def append_to_conversation(
             summary=recent.summary,
             resumed=bool(pending),
             tail_from_seq=state.call_seq if state is not None and pending else None,
+            generation=settled,
         )
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
 
@@ -295,6 +303,7 @@ def _reserve_turn(
     names: Sequence[str | None],
     model: str,
     deadline: float,
+    settled: TurnSettings,
 ) -> Turn:
     """A new turn on a contended conversation: its slots taken by one atomic update, then written.
 
@@ -350,5 +359,6 @@ def _reserve_turn(
             first_seq=slots.first_seq,
             reply_seq=slots.first_seq + count,
             summary=recent.summary,
+            generation=settled,
         )
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")

@@ -104,6 +104,7 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
         "system_prompt": conversation.system_prompt,
         "model": conversation.model,
         "window_policy": conversation.window_policy,
+        "defaults": conversation.defaults or None,
         "message_count": int(conversation.message_count),
         "usage": _usage(
             conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens

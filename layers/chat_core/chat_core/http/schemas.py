@@ -47,6 +47,99 @@ class WindowPolicyIn(_Strict):
         return self
 
 
+#: OpenAI's rule for function names.
+ToolName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+MetadataValue = Annotated[str, StringConstraints(max_length=512)]
+StopSequence = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class FunctionDefinitionIn(_Strict):
+    """A function the model may call; `parameters` is a JSON Schema object, sent as given."""
+
+    name: ToolName
+    description: str | None = Field(default=None, max_length=8_192)
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class ToolDefinitionIn(_Strict):
+    """One entry of `tools` (Chat Completions format)."""
+
+    type: Literal["function"]
+    function: FunctionDefinitionIn
+
+
+class NamedFunctionIn(_Strict):
+    name: ToolName
+
+
+class NamedToolChoiceIn(_Strict):
+    """`tool_choice` forcing one function (it must be one of the turn's `tools`)."""
+
+    type: Literal["function"]
+    function: NamedFunctionIn
+
+
+class JsonSchemaFormatIn(_Strict):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+    description: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True, populate_by_name=True)
+
+
+class ResponseFormatIn(_Strict):
+    """`response_format`: text, JSON mode, or a JSON Schema the reply must follow."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormatIn | None = None
+
+    @model_validator(mode="after")
+    def _schema_with_its_type(self) -> ResponseFormatIn:
+        if (self.type == "json_schema") != (self.json_schema is not None):
+            raise ValueError('json_schema is required with type "json_schema" and only with it')
+        return self
+
+
+class ModelSettingsIn(_Strict):
+    """API-11: the Chat Completions request fields that make sense per turn, sent to the model as given
+    (the reply size lowered to the model's limit). The same fields are a conversation's `defaults`."""
+
+    tools: list[ToolDefinitionIn] | None = Field(default=None, max_length=128)
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoiceIn | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: StopSequence | list[StopSequence] | None = Field(default=None)
+    seed: int | None = None
+    response_format: ResponseFormatIn | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    user: str | None = Field(default=None, max_length=256)
+    metadata: dict[MetadataKey, MetadataValue] | None = Field(default=None, max_length=16)
+
+    @model_validator(mode="after")
+    def _one_reply_size(self) -> ModelSettingsIn:
+        if self.max_tokens is not None and self.max_completion_tokens is not None:
+            raise ValueError("send max_tokens or max_completion_tokens, not both")
+        if isinstance(self.stop, list) and not 1 <= len(self.stop) <= 4:
+            raise ValueError("stop takes 1 to 4 sequences")
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The fields this body set, as JSON (nested objects as given); an explicit null is kept (it
+        removes a default)."""
+        fields = set(MODEL_SETTING_FIELDS) & self.model_fields_set
+        return self.model_dump(mode="json", include=fields, by_alias=True, exclude_unset=True)
+
+
+#: The per-turn Chat Completions fields (API-11), in the order the README lists them.
+MODEL_SETTING_FIELDS: tuple[str, ...] = tuple(ModelSettingsIn.model_fields)
+
+
 class CreateConversationIn(_Strict):
     """POST /conversations."""
 
@@ -54,10 +147,35 @@ class CreateConversationIn(_Strict):
     system_prompt: str | None = Field(default=None, max_length=MAX_SYSTEM_PROMPT_CHARS)
     model: ModelName | None = None
     window_policy: WindowPolicyIn | None = None
+    #: API-12: settings every post of the conversation sends unless the post says otherwise.
+    defaults: ModelSettingsIn | None = None
 
 
-#: OpenAI's rule for function names.
-ToolName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+class UpdateConversationIn(_Strict):
+    """PATCH /conversations/{id} (API-12): the fields given change; `null` clears an optional one."""
+
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    system_prompt: str | None = Field(default=None, max_length=MAX_SYSTEM_PROMPT_CHARS)
+    model: ModelName | None = None
+    window_policy: WindowPolicyIn | None = None
+    defaults: ModelSettingsIn | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> UpdateConversationIn:
+        if not self.model_fields_set:
+            raise ValueError("nothing to change: give title, system_prompt, model, window_policy or defaults")
+        if "model" in self.model_fields_set and self.model is None:
+            raise ValueError("model cannot be null (a conversation always has a model)")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        """The fields this body set (null included), as JSON."""
+        changed = self.model_dump(mode="json", include=self.model_fields_set, by_alias=True)
+        if self.defaults is not None:
+            changed["defaults"] = {k: v for k, v in self.defaults.settings().items() if v is not None}
+        return changed
+
+
 #: A tool call id as models make them ("call_abc123"): printable, no spaces.
 ToolCallId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
 
@@ -104,12 +222,13 @@ class ToolMessageIn(_Strict):
 RecordedMessageIn = Annotated[AssistantMessageIn | ToolMessageIn, Field(discriminator="role")]
 
 
-class PostMessageIn(_Strict):
+class PostMessageIn(ModelSettingsIn):
     """POST /messages: no conversation_id creates the conversation on this first message (API-1).
 
     `messages` records agent steps before `content`: assistant messages with `tool_calls` and one `tool`
     result per call. While the model's last answer waits for tool results, a post carries only those
     results in `messages` (no `content`) and the model answers them (the same turn goes on).
+    The Chat Completions settings of ModelSettingsIn apply to this turn (API-11).
     """
 
     conversation_id: ConversationId | None = None
@@ -137,8 +256,9 @@ class PinMessageIn(_Strict):
     pinned: bool
 
 
-class BuildWindowIn(_Strict):
-    """POST /conversations/{id}/window: the prospective message, optionally under another policy."""
+class BuildWindowIn(ModelSettingsIn):
+    """POST /conversations/{id}/window: the prospective message, optionally under another policy and
+    with the settings a post would send (tools are counted in the window, the reply size kept free)."""
 
     #: Checked by chat_core before any I/O: 1..5000 characters, else 422 message_too_long (API-3).
     content: str

@@ -29,6 +29,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     errors.ToolResultsMissing.code: 422,
     errors.ToolPayloadTooLarge.code: 422,
     errors.PinRefused.code: 422,
+    errors.InvalidSettings.code: 422,
     errors.PayloadTooLarge.code: 413,
 }
 

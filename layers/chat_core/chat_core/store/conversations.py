@@ -723,6 +723,40 @@ def set_pinned(
         raise PinConflict(str(exc.reasons)) from exc
 
 
+#: The conversation attributes PATCH /conversations/{id} may change (API-12).
+UPDATABLE = ("title", "system_prompt", "system_tokens", "model", "window_policy", "defaults")
+
+
+def update_conversation(
+    owner: str, conversation_id: str, changes: Mapping[str, Any], now: str
+) -> Conversation:
+    """Set (or, with None, remove) the `changes` of a live conversation and move it to the top of its
+    owner's listing; returns the conversation as stored afterwards. Absent or deleted -> 404."""
+    base.bind()
+    pk, sk = Conversation.key(owner, conversation_id)
+    target = Conversation(pk, sk)
+    actions: list[Action] = [
+        Conversation.updated_at.set(now),
+        TableItem.gsi1sk.set(listing_sk(now, conversation_id)),
+    ]
+    for name in UPDATABLE:
+        if name in changes:
+            attribute = getattr(Conversation, name)
+            value = changes[name]
+            actions.append(attribute.remove() if value is None else attribute.set(value))
+    try:
+        target.update(
+            actions=actions, condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
+        )
+    except PynamoDBException as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
+        raise base.store_error(exc) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return target
+
+
 def soft_delete(
     owner: str, conversation_id: str, now: str, expires_at: datetime, *, events: Sequence[LogEvent] = ()
 ) -> None:

@@ -58,6 +58,8 @@ class Conversation(TableItem, discriminator="conversation"):
     system_tokens = NumberAttribute(default=0)
     model = UnicodeAttribute()
     window_policy = JSONAttribute(null=True)
+    #: API-12: Chat Completions settings every post sends unless it says otherwise.
+    defaults = JSONAttribute(null=True)
     created_at = UnicodeAttribute()
     updated_at = UnicodeAttribute()
     next_seq = NumberAttribute(default=1)

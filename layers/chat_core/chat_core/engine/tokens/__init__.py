@@ -1,7 +1,8 @@
 """Token counting: the TOK-1 estimate, exact counts from shipped encodings, approximation, chat format.
 
 `encodings` loads the shipped tiktoken files (on the first exact count) and maps models to them;
-`approx` estimates without a tokenizer; `chat_format` counts messages and prompts.
+`approx` estimates without a tokenizer; `chat_format` counts messages and prompts; `tools` counts tool
+definitions (TOK-8).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from chat_core.engine.tokens.encodings import (
     estimate_message_tokens,
     get_encoding,
 )
+from chat_core.engine.tokens.tools import count_tool_tokens
 
 __all__ = [
     "ENCODINGS_DIR",
@@ -43,6 +45,7 @@ __all__ = [
     "count_chat_tokens",
     "count_message_tokens",
     "count_tokens",
+    "count_tool_tokens",
     "encoding_for_model",
     "estimate_message_tokens",
     "get_encoding",
