@@ -114,6 +114,9 @@ class MessageOut(_Out):
     function_call: dict[str, Any] | None = None
     audio: AudioOut | None = None
     usage_details: UsageDetailsOut | None = None
+    #: The model's own id of this answer ("chatcmpl-...") and its system fingerprint, as it sent them.
+    completion_id: str | None = None
+    system_fingerprint: str | None = None
 
 
 class ConversationOut(_Out):
@@ -227,6 +230,71 @@ class ImportOut(_Out):
     entries_skipped: int
 
 
+class OpenAIErrorInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class OpenAIErrorOut(BaseModel):
+    """OpenAI's error shape, on the /v1 routes only (API-13)."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: OpenAIErrorInfo
+
+
+class ChatCompletionMessageOut(_Out):
+    role: str
+    content: str | None
+    refusal: str | None
+    tool_calls: list[ToolCallOut] | None = None
+    function_call: FunctionCallOut | None = None
+    annotations: list[dict[str, Any]] | None = None
+    audio: AudioOut | None = None
+
+
+class ChatCompletionChoiceOut(_Out):
+    index: int
+    message: ChatCompletionMessageOut
+    finish_reason: str
+    logprobs: dict[str, Any] | None
+
+
+class ChatCompletionUsageOut(_Out):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[str, int] | None = None
+    completion_tokens_details: dict[str, int] | None = None
+
+
+class ChatCompletionOut(_Out):
+    """POST /v1/chat/completions: the chat.completion the model answered, plus `conversation`."""
+
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: list[ChatCompletionChoiceOut]
+    usage: ChatCompletionUsageOut
+    system_fingerprint: str | None = None
+    conversation: str
+
+
+class ModelOut(_Out):
+    id: str
+    object: str
+    created: int
+    owned_by: str
+
+
+class ModelListOut(_Out):
+    object: str
+    data: list[ModelOut]
+
+
 @dataclass(frozen=True)
 class RouteDoc:
     """What one route answers: success status and body model (None = no body), errors, extra request docs."""
@@ -239,6 +307,7 @@ class RouteDoc:
     parameters: tuple[Mapping[str, Any], ...] = ()
     request_body: Mapping[str, Any] | None = None
     headers: Mapping[str, Any] | None = None  # response headers of the success status
+    error_model: type[BaseModel] = ErrorOut
 
 
 _READ = (400, 401, 404, 422, 503)
@@ -254,6 +323,21 @@ _IDEMPOTENCY_KEY: Final = {
 _NEXT_CURSOR: Final = {
     "X-Next-Cursor": {
         "description": "The cursor of the next page (absent on the last page).",
+        "schema": {"type": "string"},
+    }
+}
+
+_CONVERSATION_HEADER: Final = {
+    "name": "X-Conversation-Id",
+    "in": "header",
+    "required": False,
+    "description": "API-13: the conversation of this turn (or `conversation` in the body); none creates one.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 64},
+}
+_CONVERSATION_OUT: Final = {
+    "X-Conversation-Id": {
+        "description": "The conversation the turn was stored in.",
+        "required": True,
         "schema": {"type": "string"},
     }
 }
@@ -276,6 +360,16 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
         200, None, _READ, media_type="application/x-ndjson", headers=_NEXT_CURSOR
     ),
     "PATCH /conversations/{conversation_id}/messages/{message_id}": RouteDoc(200, MessageOut, _WRITE),
+    # OpenAI-compatible (API-13): OpenAI's error shape; bad input is 400, as OpenAI answers it.
+    "POST /v1/chat/completions": RouteDoc(
+        200,
+        ChatCompletionOut,
+        (400, 401, 404, 409, 413, 415, 502, 503),
+        parameters=(_IDEMPOTENCY_KEY, _CONVERSATION_HEADER),
+        headers=_CONVERSATION_OUT,
+        error_model=OpenAIErrorOut,
+    ),
+    "GET /v1/models": RouteDoc(200, ModelListOut, (401,), error_model=OpenAIErrorOut),
     # Dialogue memory (seed 004).
     "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
         201, AddEntriesOut, _WRITE, also={200: AddEntriesOut}
@@ -319,6 +413,7 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     """JSON Schemas of every response model, refs pointing into components/schemas."""
     models: list[type[BaseModel]] = [ErrorOut]
     for doc in ROUTES.values():
+        models.append(doc.error_model)
         models += [doc.model] if doc.model is not None else []
         models += list(doc.also.values())
     unique = list(dict.fromkeys(models))
@@ -341,8 +436,8 @@ def _error(status: int, error_ref: Mapping[str, Any]) -> dict[str, Any]:
 
 def operation_responses(route_key: str, refs: Mapping[str, Any]) -> dict[str, Any]:
     """The OpenAPI `responses` of one route ("METHOD /path" as in template.yaml)."""
-    error_ref = refs["ErrorOut"]
     doc = ROUTES.get(route_key)
+    error_ref = refs[doc.error_model.__name__ if doc is not None else "ErrorOut"]
     if doc is None:
         # A route this module does not describe yet: any 2xx, and the one error shape otherwise.
         responses: dict[str, Any] = {"2XX": {"description": "Success (see the route's own documentation)"}}

@@ -4,6 +4,7 @@ window keeps room for the tools and the reply. The model is a real OpenAI-compat
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import pytest
@@ -258,3 +259,64 @@ def test_patch_refuses_bad_input_and_other_users(standin_llm: OpenAIStandin) -> 
     assert api.detail(conversation_id).body["title"] == "mine"
     api.delete(conversation_id)
     assert api.update(conversation_id, title="x").status == 404
+
+
+def _materialised(value: Any) -> Any:
+    """A value the SDK's TypeAdapter returned, with its lazily validated iterables read (which validates them)."""
+    if isinstance(value, dict):
+        return {key: _materialised(item) for key, item in value.items()}
+    if isinstance(value, str | bytes | int | float | bool) or value is None:
+        return value
+    return [_materialised(item) for item in value]
+
+
+def _request_schema_problems(body: dict[str, Any]) -> list[str]:
+    """What in `body` the pinned `openai` SDK's Chat Completions request types do not accept."""
+    from openai.types.chat import completion_create_params as params
+    from openai.types.chat.chat_completion_message_param import ChatCompletionMessageParam
+    from pydantic import TypeAdapter, ValidationError
+
+    problems = []
+    known = (
+        params.CompletionCreateParamsBase.__required_keys__
+        | params.CompletionCreateParamsBase.__optional_keys__
+    )
+    problems += [f"unknown request field {key!r}" for key in body if key not in known]
+    by_role = {
+        typing.get_args(typing.get_type_hints(typed)["role"])[0]: typed
+        for typed in typing.get_args(ChatCompletionMessageParam)
+    }
+    for index, message in enumerate(body.get("messages", [])):
+        typed = by_role[message["role"]]
+        allowed = typed.__required_keys__ | typed.__optional_keys__
+        problems += [f"messages[{index}] has unknown key {key!r}" for key in message if key not in allowed]
+    try:
+        _materialised(TypeAdapter(params.CompletionCreateParamsNonStreaming).validate_python(body))
+    except ValidationError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def test_every_request_the_model_receives_is_a_valid_chat_completions_request(
+    standin_llm: OpenAIStandin,
+) -> None:
+    """API-11: the provider's request bodies validate against the Chat Completions request types of the
+    pinned `openai` SDK (field names, message shapes, tool definitions, settings)."""
+    created = api.create(system_prompt="Be brief.", defaults={"temperature": 0.5, "tools": [WEATHER]})
+    conversation_id = created.body["conversation_id"]
+    asked = api.post(
+        "Weather in Oslo?", conversation_id, seed=3, stop="END", response_format={"type": "text"}
+    )
+    call = asked.body["assistant_message"]["tool_calls"][0]
+    result = {"role": "tool", "tool_call_id": call["id"], "content": "12 C"}
+    api.invoke(
+        "post_message", api.events.post_message({"conversation_id": conversation_id, "messages": [result]})
+    )
+    api.post("Thanks", conversation_id, tool_choice="none", max_completion_tokens=50, reasoning_effort="low")
+    bodies = [request.json for request in standin_llm.requests]
+    assert len(bodies) == 3
+    for body in bodies:
+        assert _request_schema_problems(body) == []
+    # And the check does find what is not a valid request
+    assert _request_schema_problems({**bodies[0], "temprature": 1})
+    assert _request_schema_problems({**bodies[0], "messages": [{"role": "user", "content": 5}]})

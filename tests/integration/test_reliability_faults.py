@@ -138,7 +138,8 @@ def test_every_route_answers_503_when_the_store_keeps_failing(faults: DynamoFaul
     answer = _count(api.invoke(route.code_uri.strip("/").split("/")[-1], _route_event(route, ids)))
     # Then, if it reached the store, it answered 503 + Retry-After; otherwise a 4xx before any I/O
     if sum(faults.calls.values()) == calls_before:
-        assert 400 <= answer.status < 500, answer.body
+        # (GET /v1/models lists configured names and never reads the store)
+        assert 400 <= answer.status < 500 or route.key == "GET /v1/models", answer.body
     else:
         _assert_store_unavailable(answer)
 

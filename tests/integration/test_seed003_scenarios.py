@@ -54,7 +54,7 @@ def test_record_successful_chat_messages_with_usage(standin_llm: OpenAIStandin) 
     user, assistant = answer.body["user_message"], answer.body["assistant_message"]
     assert set(user) == USER_FIELDS
     # (API-10: a model's answer also says how it ended)
-    assert set(assistant) == ASSISTANT_FIELDS | {"finish_reason"}
+    assert set(assistant) == ASSISTANT_FIELDS | {"finish_reason", "completion_id"}
     assert assistant["finish_reason"] == "stop"
     assert assistant["status"] == "ok"
     assert assistant["model"] == sent["model"] == "gpt-4o-mini"

@@ -237,6 +237,35 @@ def test_every_answer_of_every_route_is_documented(
         client.post(f"/worlds/{copy_world}/import", content=exported.content, headers=ndjson).status_code
         == 409
     )
+    # The OpenAI-compatible routes (API-13): a turn, its errors in OpenAI's shape, the model list.
+    turn = client.post(
+        "/v1/chat/completions",
+        json={"model": "standin-model", "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert turn.status_code == 200
+    assert turn.json()["conversation"] == turn.headers["x-conversation-id"]
+    assert (
+        client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "conversation": str(uuid.uuid4()),
+            },
+        ).status_code
+        == 404
+    )
+    assert client.post("/v1/chat/completions", json={"model": "m", "messages": []}).status_code == 400
+    rel_model.configure(mode="error500")
+    assert (
+        client.post(
+            "/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        ).status_code
+        == 502
+    )
+    rel_model.configure(mode="ok")
+    assert client.get("/v1/models").status_code == 200
+    assert client.get("/v1/models", headers={"X-User-Id": ""}).status_code == 401
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404

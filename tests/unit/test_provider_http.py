@@ -139,6 +139,8 @@ def test_api10_a_refusal_is_kept_apart_from_the_content(standin: OpenAIStandin) 
     assert completion.content == ""
     assert completion.refusal == "I'm sorry, I can't help with that request."
     assert completion.extras == {
+        "completion_id": "chatcmpl-AaZr1refusal",
+        "system_fingerprint": "fp_7f6be3efb0",
         "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
         "completion_tokens_details": {
             "reasoning_tokens": 0,
@@ -157,6 +159,7 @@ def test_api10_a_reply_cut_at_its_limit_keeps_its_reason_and_reasoning_tokens(st
     # Then the reason, the cached and the reasoning tokens survive
     assert (completion.content, completion.refusal, completion.finish_reason) == ("", None, "length")
     assert completion.extras == {
+        "completion_id": "chatcmpl-AaZr2length",
         "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0},
         "completion_tokens_details": {
             "reasoning_tokens": 400,
@@ -190,6 +193,7 @@ def test_api10_annotations_audio_transcript_and_function_call_are_kept(standin: 
     message = body["choices"][0]["message"]
     assert completion.content == "Paris is sunny today [1]."
     assert completion.extras == {
+        "completion_id": "chatcmpl-AaZr4extras",
         "annotations": message["annotations"],
         "function_call": message["function_call"],
         "audio": {"id": "audio_abc123", "transcript": "Paris is sunny today.", "expires_at": 1732003603},

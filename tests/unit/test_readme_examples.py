@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+#: A block that starts with this line talks to `make run`; tests/e2e/test_openai_sdk_e2e.py runs it
+#: against a real local server.
+NEEDS_SERVER = "# needs: make run\n"
+ALL_BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+BLOCKS = [block for block in ALL_BLOCKS if not block.startswith(NEEDS_SERVER)]
+SERVER_BLOCKS = [block for block in ALL_BLOCKS if block.startswith(NEEDS_SERVER)]
 
 
 def test_readme_has_python_examples() -> None:

@@ -185,3 +185,9 @@ class InvalidSettings(InvalidInput):
     tool that is not defined, tools over their size cap."""
 
     code = "invalid_settings"
+
+
+class TurnEnded(Conflict):
+    """The turn reached MAX_TURN_STEPS model calls: its tool results are stored, the model is not asked."""
+
+    code = "max_turn_steps"

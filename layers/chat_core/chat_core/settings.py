@@ -45,6 +45,8 @@ class Settings:
     llm_api_key: str | None = None
     llm_api_key_parameter: str | None = None
     llm_model: str = "gpt-4o-mini"
+    #: Further models GET /v1/models lists (LLM_MODELS, comma-separated); any model name may be posted.
+    llm_models: tuple[str, ...] = ()
     llm_timeout_seconds: float = 30.0
     llm_max_retries: int = 2
     llm_connect_timeout_seconds: float = 3.0
@@ -99,6 +101,7 @@ def get_settings() -> Settings:
         llm_api_key=_str("LLM_API_KEY") or None,
         llm_api_key_parameter=_str("LLM_API_KEY_PARAMETER") or None,
         llm_model=_str("LLM_MODEL", "gpt-4o-mini"),
+        llm_models=tuple(name.strip() for name in _str("LLM_MODELS").split(",") if name.strip()),
         llm_timeout_seconds=_float("LLM_TIMEOUT_SECONDS", 30.0),
         llm_max_retries=_int("LLM_MAX_RETRIES", 2),
         llm_connect_timeout_seconds=_float("LLM_CONNECT_TIMEOUT_SECONDS", 3.0),

@@ -47,22 +47,34 @@ def defaults_dict(defaults: ModelSettingsIn | None) -> dict[str, Any] | None:
     return stored or None
 
 
-def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, Any]:
-    """POST /conversations: a new, empty conversation with its settings (201)."""
+def title_from(content: str) -> str | None:
+    """A conversation's title made from its first message: its first words, whitespace folded."""
+    return " ".join(content.split())[:TITLE_FROM_MESSAGE_CHARS] or None
+
+
+def new_conversation(
+    owner: str,
+    *,
+    model: str | None = None,
+    title: str | None = None,
+    system_prompt: str | None = None,
+    window_policy: dict[str, Any] | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> Conversation:
+    """A new, empty conversation stored with its session_start event; the system prompt counted once."""
     settings = get_settings()
-    model = request.model or settings.llm_model
-    system_prompt = request.system_prompt or None
+    model = model or settings.llm_model
+    system_prompt = system_prompt or None
     system_tokens = count_message({"role": "system", "content": system_prompt}, model) if system_prompt else 0
-    defaults = defaults_dict(request.defaults)
     now = now_iso()
     conversation = Conversation.new(
         owner,
         new_id(),
-        title=request.title,
+        title=title,
         system_prompt=system_prompt,
         system_tokens=system_tokens,
         model=model,
-        window_policy=policy_dict(request.window_policy),
+        window_policy=window_policy,
         defaults=defaults,
         created_at=now,
         updated_at=now,
@@ -70,4 +82,17 @@ def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, 
     store.create_conversation(conversation, events=[session_start(conversation, settings)])
     metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
     logger.info("conversation created", conversation_id=conversation.conversation_id, model=model)
+    return conversation
+
+
+def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, Any]:
+    """POST /conversations: a new, empty conversation with its settings (201)."""
+    conversation = new_conversation(
+        owner,
+        model=request.model,
+        title=request.title,
+        system_prompt=request.system_prompt,
+        window_policy=policy_dict(request.window_policy),
+        defaults=defaults_dict(request.defaults),
+    )
     return conversation_view(conversation)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat_core.chat import recording
 from chat_core.chat.assembly import read_history
-from chat_core.chat.create import TITLE_FROM_MESSAGE_CHARS, session_start
+from chat_core.chat.create import session_start, title_from
 from chat_core.chat.deadlines import wait_deadline
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.policy import count_message
@@ -135,7 +135,7 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
     names = tool_pairing.pair_results(recorded_in, [])
     recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
     user = _user_message(owner, conversation_id, 1 + len(recorded), request.content, model)
-    title = " ".join(request.content.split())[:TITLE_FROM_MESSAGE_CHARS] or None
+    title = title_from(request.content)
     conversation = Conversation.new(
         owner,
         conversation_id,

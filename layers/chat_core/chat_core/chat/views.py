@@ -40,7 +40,7 @@ def _answer_details(message: Message, view: dict[str, Any]) -> None:
         view["refusal"] = message.refusal
         view["content"] = message.content or None
     extras = message.extras if isinstance(message.extras, dict) else {}
-    for key in ("annotations", "function_call", "audio"):
+    for key in ("annotations", "function_call", "audio", "completion_id", "system_fingerprint"):
         if extras.get(key):
             view[key] = extras[key]
     details = {k: extras[k] for k in ("prompt_tokens_details", "completion_tokens_details") if extras.get(k)}
@@ -54,7 +54,8 @@ def message_view(message: Message) -> dict[str, Any]:
     Only when they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool
     results, `pinned: true`; on a model's answer (API-10) `finish_reason`, `truncated: true` when it was
     cut at its length limit, `refusal` (content is then null), and `annotations`, `function_call`,
-    `audio` and `usage_details` (cached and reasoning tokens) as the model sent them.
+    `audio`, `usage_details` (cached and reasoning tokens), `completion_id` (the answer's `id`) and
+    `system_fingerprint` as the model sent them.
     """
     view: dict[str, Any] = {
         "message_id": message.message_id,

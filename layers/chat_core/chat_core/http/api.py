@@ -67,6 +67,18 @@ def error_body(code: str, message: str, details: list[dict[str, Any]] | None = N
     return {"error": error}
 
 
+def openai_error_body(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape, used on the /v1 routes (API-13): `{"error": {"message", "type", "param",
+    "code"}}`, `type` "invalid_request_error" for 4xx and "server_error" for 5xx."""
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def openai_status(status: int) -> int:
+    """OpenAI answers bad input with 400 where the rest of this API says 422."""
+    return 400 if status == 422 else status
+
+
 def error_response(
     status: int,
     code: str,
@@ -74,7 +86,7 @@ def error_response(
     details: list[dict[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Response[Any]:
-    """An error in the one shape of every 4xx/5xx (see `error_body`)."""
+    """An error in the one shape of every 4xx/5xx (see `error_body`); /v1 routes use OpenAI's."""
     return json_response(status, error_body(code, message, details), headers)
 
 
@@ -407,9 +419,28 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     return details
 
 
-def build_app() -> APIGatewayHttpResolver:
-    """A resolver with pydantic validation and every error mapped to one JSON shape in one place."""
+def build_app(*, openai_errors: bool = False) -> APIGatewayHttpResolver:
+    """A resolver with pydantic validation and every error mapped to one JSON shape in one place.
+
+    With `openai_errors` (the /v1 routes, API-13) errors take OpenAI's shape
+    `{"error": {"message", "type", "param", "code"}}` and bad input is 400, as OpenAI answers it.
+    """
     app = ChatResolver(enable_validation=True)
+
+    def respond(
+        status: int,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        headers: Mapping[str, str] | None = None,
+        param: str | None = None,
+    ) -> Response[Any]:
+        if not openai_errors:
+            return error_response(status, code, message, details, headers)
+        if param is None and details:
+            param = str(details[0].get("field", "")).removeprefix("body.") or None
+        status = openai_status(status)
+        return json_response(status, openai_error_body(status, code, message, param), headers)
 
     def _domain_error(exc: ChatError) -> Response[Any]:
         status = status_for(exc)
@@ -418,45 +449,48 @@ def build_app() -> APIGatewayHttpResolver:
         else:
             logger.info("request refused", code=exc.code, status=status)
         headers = retry_after_header() if isinstance(exc, _RETRYABLE) else None
-        return error_response(status, exc.code, exc.message, headers=headers)
+        field = exc.details.get("field")
+        return respond(
+            status, exc.code, exc.message, headers=headers, param=str(field) if field is not None else None
+        )
 
     def _invalid_request(exc: RequestValidationError) -> Response[Any]:
         # Identity comes first: an anonymous request with a bad body is still 401, not 422.
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
+            return respond(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
             reason = next(
                 (e.get("ctx", {}).get("error") for e in errors if e.get("type") == "json_invalid"), None
             )
-            return error_response(
+            return respond(
                 400, "invalid_json", f"request body is not valid JSON ({reason or 'decode error'})"
             )
         details = _validation_details(exc)
         summary = "; ".join(f"{d['field']}: {d['problem']}" for d in details)
         logger.info("request invalid", errors=details)
-        return error_response(422, "validation_error", f"invalid request: {summary}", details)
+        return respond(422, "validation_error", f"invalid request: {summary}", details)
 
     def _unsupported(exc: RequestUnsupportedContentType) -> Response[Any]:
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
-        return error_response(415, "unsupported_media_type", "send the request body as application/json")
+            return respond(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
+        return respond(415, "unsupported_media_type", "send the request body as application/json")
 
     def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
         # A body that is not UTF-8 (API Gateway passes it base64-encoded) cannot be JSON.
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
-        return error_response(400, "invalid_json", "request body is not valid JSON (it is not UTF-8 text)")
+            return respond(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
+        return respond(400, "invalid_json", "request body is not valid JSON (it is not UTF-8 text)")
 
     def _no_route(exc: NotFoundError) -> Response[Any]:
         # An id Powertools' router cannot match (control characters, ...) is still asked identity first.
         if caller_or_none(app) is None:
-            return error_response(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
+            return respond(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
         event = app.current_event
-        return error_response(404, "route_not_found", f"no route for {event.http_method} {event.path}")
+        return respond(404, "route_not_found", f"no route for {event.http_method} {event.path}")
 
     def _service_error(exc: ServiceError) -> Response[Any]:
-        return error_response(exc.status_code, "http_error", str(exc.msg))
+        return respond(exc.status_code, "http_error", str(exc.msg))
 
     def _unexpected(exc: Exception) -> Response[Any]:
         # Internal details go to the log with the correlation id, never to the client (DES-1).
@@ -465,7 +499,7 @@ def build_app() -> APIGatewayHttpResolver:
             # Throttling or an unreachable store that botocore's retries did not get past, on any
             # route (the conversation store maps its own; this catches the rest): the client may retry.
             logger.warning("store unavailable", cause=cause, error_type=type(exc).__name__)
-            return error_response(
+            return respond(
                 status_for(StoreUnavailable),
                 StoreUnavailable.code,
                 "the database is busy or unreachable; retry the request",
@@ -474,7 +508,7 @@ def build_app() -> APIGatewayHttpResolver:
         logger.exception("unhandled error", error_type=type(exc).__name__)
         request_id = _request_id(app)
         suffix = f" (request id {request_id})" if request_id else ""
-        return error_response(500, "internal_error", f"internal error{suffix}; it has been logged")
+        return respond(500, "internal_error", f"internal error{suffix}; it has been logged")
 
     app.exception_handler(ChatError)(_domain_error)
     app.exception_handler(RequestValidationError)(_invalid_request)

@@ -23,6 +23,8 @@ BULK_ROUTES: Final = frozenset(
         "POST /worlds/{world_id}/dialogues/entries",
         "POST /worlds/{world_id}/import",
         "POST /worlds/{world_id}/prompt",
+        # A stateless Chat Completions client resends the whole history every turn (API-13).
+        "POST /v1/chat/completions",
     }
 )
 #: POST /messages may carry an agent's recorded tool messages (192 KiB of UTF-8 by their own cap), which

@@ -120,6 +120,16 @@ class ModelSettingsIn(_Strict):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
     user: str | None = Field(default=None, max_length=256)
     metadata: dict[MetadataKey, MetadataValue] | None = Field(default=None, max_length=16)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    logit_bias: (
+        dict[
+            Annotated[str, StringConstraints(pattern=r"^[0-9]{1,7}$")], Annotated[int, Field(ge=-100, le=100)]
+        ]
+        | None
+    ) = Field(default=None, max_length=300)
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _one_reply_size(self) -> ModelSettingsIn:

@@ -365,7 +365,7 @@ class OpenAICompatibleProvider:
             raise malformed(str(exc)) from exc
         finish_reason = choice.get("finish_reason")
         usage, reported = parse_usage(data.get("usage"))
-        extras = parse_extras(message, data.get("usage"))
+        extras = parse_extras(message, data.get("usage"), data)
         reply_model = data.get("model")
         request_id = received.headers.get("x-request-id") or received.headers.get("request-id")
         # A model may answer text no UTF-8 store takes (an unpaired surrogate escaped in its JSON): it is

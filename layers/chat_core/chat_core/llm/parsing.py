@@ -103,10 +103,17 @@ def _numbers(value: Any) -> dict[str, int] | None:
     return kept or None
 
 
-def parse_extras(message: Mapping[str, Any], usage: Any) -> dict[str, Any] | None:
+def parse_extras(
+    message: Mapping[str, Any], usage: Any, body: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     """API-10: what else the model answered: annotations, a legacy function_call, audio (transcript, not
-    bytes), and the usage breakdowns (cached and reasoning tokens). None when there is nothing."""
+    bytes), the usage breakdowns (cached and reasoning tokens), and the answer's own `id` (as
+    `completion_id`) and `system_fingerprint`. None when there is nothing."""
     extras: dict[str, Any] = {}
+    for key, kept_as in (("id", "completion_id"), ("system_fingerprint", "system_fingerprint")):
+        value = (body or {}).get(key)
+        if isinstance(value, str) and value and len(value) <= 256:
+            extras[kept_as] = value
     annotations = message.get("annotations")
     if isinstance(annotations, list) and annotations:
         extras["annotations"] = annotations

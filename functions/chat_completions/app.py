@@ -1,0 +1,33 @@
+"""POST /v1/chat/completions: the Chat Completions wire format over a stored conversation (API-13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core.http import openai
+from chat_core.http.api import build_app, caller, idempotency_key, json_response
+from chat_core.observability import logger, metrics, tracer
+
+app = build_app(openai_errors=True)
+
+
+@app.post("/v1/chat/completions")
+def chat_completions(body: openai.ChatCompletionIn) -> Response[Any]:
+    answer = openai.chat_completion(
+        caller(app),
+        body,
+        conversation_header=app.current_event.headers.get(openai.CONVERSATION_HEADER.lower()),
+        idempotency_key=idempotency_key(app),
+        context=app.lambda_context,
+    )
+    return json_response(answer.status, answer.body, answer.headers)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

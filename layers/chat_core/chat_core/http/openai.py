@@ -1,0 +1,131 @@
+"""The OpenAI-compatible edge (API-13): `/v1/chat/completions` and `/v1/models` request models, OpenAI's
+error shape, and one turn from a Chat Completions request to a chat.completion answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from chat_core.chat import completions, post
+from chat_core.errors import InvalidInput, TurnEnded
+from chat_core.http.api import openai_error_body, openai_status
+from chat_core.http.schemas import (
+    ConversationId,
+    ModelName,
+    ModelSettingsIn,
+    PostMessageIn,
+    ToolCallId,
+    ToolCallIn,
+)
+from chat_core.http.statuses import status_for
+
+if TYPE_CHECKING:
+    from chat_core.llm.completion import ChatProvider
+
+#: The response header (and request header) that names the conversation of a /v1 turn.
+CONVERSATION_HEADER: Final = "X-Conversation-Id"
+
+
+class ChatMessageIn(BaseModel):
+    """A Chat Completions message. Keys this service does not use (an echoed `annotations`, `audio`,
+    `function_call: null` ...) are ignored, so a client can send back the message objects it got."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = Field(default=None, max_length=64)
+    tool_calls: list[ToolCallIn] | None = None
+    tool_call_id: ToolCallId | None = None
+    refusal: str | None = None
+
+
+class ConversationRefIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+    id: ConversationId
+
+
+class ChatCompletionIn(ModelSettingsIn):
+    """POST /v1/chat/completions: the Chat Completions request, plus `conversation` (an id, or
+    `{"id"}`; SDKs send it through `extra_body`)."""
+
+    model: ModelName
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=2000)
+    conversation: ConversationId | ConversationRefIn | None = None
+    stream: bool | None = None
+    stream_options: dict[str, Any] | None = None
+    n: int | None = Field(default=None, ge=1, le=1)
+    #: OpenAI's own storage flag: every turn here is stored, so it changes nothing.
+    store: bool | None = None
+
+    def conversation_id(self) -> str | None:
+        if isinstance(self.conversation, ConversationRefIn):
+            return self.conversation.id
+        return self.conversation
+
+
+@dataclass(frozen=True)
+class CompletionAnswer:
+    """What /v1/chat/completions answers: status, body and headers."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def chat_completion(
+    owner: str,
+    request: ChatCompletionIn,
+    *,
+    conversation_header: str | None = None,
+    idempotency_key: str | None = None,
+    context: Any = None,
+    provider: ChatProvider | None = None,
+) -> CompletionAnswer:
+    """One turn: the tail rule decides what is new, the post stores it and asks the model, and the
+    answer is the model's chat.completion plus `conversation`."""
+    if request.stream:
+        raise InvalidInput(
+            "stream: true is not available on this deployment; send stream: false", field="stream"
+        )
+    named = request.conversation_id() or conversation_header
+    messages = [m.model_dump(exclude_none=True) for m in request.messages]
+    plan = completions.plan_turn(owner, messages, request.model, named)
+    body: dict[str, Any] = {"model": request.model, **request.settings()}
+    if plan.conversation_id is not None:
+        body["conversation_id"] = plan.conversation_id
+    if plan.content is not None:
+        body["content"] = plan.content
+    if plan.recorded:
+        body["messages"] = plan.recorded
+    try:
+        turn = PostMessageIn.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "messages"
+        raise InvalidInput(f"messages: {where}: {first.get('msg', 'invalid')}", field="messages") from exc
+    outcome = post.post_message(
+        owner, turn, idempotency_key=idempotency_key, context=context, provider=provider
+    )
+    conversation_id = str(outcome.body["conversation_id"])
+    headers = {CONVERSATION_HEADER: conversation_id}
+    reply = outcome.body.get("assistant_message")
+    if reply is None:
+        error = TurnEnded("the turn reached MAX_TURN_STEPS model calls; the tool results are stored")
+        return CompletionAnswer(
+            openai_status(status_for(error)),
+            openai_error_body(status_for(error), error.code, error.message),
+            headers,
+        )
+    if outcome.model_failed:
+        message = str((reply.get("error") or {}).get("message") or "the model provider failed")
+        status = 502
+        return CompletionAnswer(status, openai_error_body(status, "provider_failed", message), headers)
+    completion = completions.completion_object(conversation_id, reply)
+    if not outcome.reply_stored:
+        # The model answered and the reply could not be saved: the caller still gets it (REL-4).
+        headers["X-Reply-Stored"] = "false"
+    return CompletionAnswer(200, completion, headers)

@@ -1,0 +1,231 @@
+"""API-13: the official `openai` Python SDK and LangChain's `ChatOpenAI` get durable memory by changing
+their base URL. Real HTTP end to end: the SDK -> `chat-local-server` (as `make run`) -> the stand-in
+model on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.support.local_server import ServerProcess
+from tests.support.openai_standin import OpenAIStandin
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def sdk(server: ServerProcess, user: str = "alice") -> openai.OpenAI:
+    """The SDK as a user points it at the service: base URL, identity header (dev mode), no retries."""
+    return openai.OpenAI(
+        base_url=f"{server.url}/v1",
+        api_key="unused-locally",
+        default_headers={"X-User-Id": user},
+        max_retries=0,
+    )
+
+
+@pytest.fixture
+def client(server: ServerProcess, model: OpenAIStandin) -> Iterator[openai.OpenAI]:
+    with sdk(server) as sdk_client:
+        yield sdk_client
+
+
+def stored(api: httpx.Client, conversation_id: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = api.get(f"/conversations/{conversation_id}").json()["messages"]
+    return messages
+
+
+def test_a_plain_turn_then_a_second_that_remembers_it(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-13: the answer is the chat.completion the model gave plus `conversation`; the next turn sends
+    only its new message and the model still gets the first turn."""
+    # When the SDK asks once, without a conversation
+    raw = client.chat.completions.with_raw_response.create(
+        model="standin-model", messages=[{"role": "user", "content": "My name is Ada."}]
+    )
+    first = raw.parse()
+    # Then it parses as a ChatCompletion, names its conversation (header and body), as the model answered
+    conversation_id = raw.headers["x-conversation-id"]
+    assert first.model_extra is not None
+    assert first.model_extra["conversation"] == conversation_id
+    reply = stored(api, conversation_id)[-1]
+    assert first.choices[0].message.content == reply["content"]
+    assert first.id == reply["completion_id"]  # the model's own id, kept
+    assert first.usage is not None
+    assert first.usage.total_tokens > 0
+    # When the next turn sends only its new message, naming the conversation
+    second = client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "user", "content": "What is my name?"}],
+        extra_body={"conversation": conversation_id},
+    )
+    # Then the model received the first turn too, and the conversation holds both turns once
+    sent = model.requests[-1].json["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["My name is Ada.", "What is my name?"]
+    assert second.choices[0].message.content
+    assert [m["role"] for m in stored(api, conversation_id)] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_stateless_client_resending_history_stores_each_message_once(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-13 tail rule: history the client resends is recognised, only what is new is stored."""
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+    conversation_id = None
+    for question in ("one?", "two?", "three?"):
+        history.append({"role": "user", "content": question})
+        extra = {"conversation": conversation_id} if conversation_id else {}
+        answer = client.chat.completions.create(model="standin-model", messages=history, extra_body=extra)
+        assert answer.model_extra is not None
+        conversation_id = answer.model_extra["conversation"]
+        history.append({"role": "assistant", "content": answer.choices[0].message.content})
+        # the model always gets the system prompt first and the whole conversation once
+        sent = model.requests[-1].json["messages"]
+        assert sent[0] == {"role": "system", "content": "You are terse."}
+        assert [m["content"] for m in sent[1:]] == [m["content"] for m in history[1:-1]]
+    assert conversation_id is not None
+    messages = stored(api, conversation_id)
+    assert [m["content"] for m in messages] == [m["content"] for m in history[1:]]
+    assert api.get(f"/conversations/{conversation_id}").json()["system_prompt"] == "You are terse."
+
+
+def test_a_tool_call_round_trip(client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin) -> None:
+    """API-11, API-13: a model offered tools calls one; the client posts the result and gets the answer."""
+    asked = client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "user", "content": "Paris"}],
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    message = asked.choices[0].message
+    assert asked.choices[0].finish_reason == "tool_calls"
+    assert message.tool_calls
+    assert message.tool_calls[0].function.name == "get_weather"
+    assert model.requests[-1].json["tools"] == [WEATHER]
+    assert asked.model_extra is not None
+    conversation_id = asked.model_extra["conversation"]
+    call_id = message.tool_calls[0].id
+    final = client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "tool", "tool_call_id": call_id, "content": "18 C, sunny"}],
+        tools=[WEATHER],  # type: ignore[list-item]
+        extra_body={"conversation": conversation_id},
+    )
+    assert final.choices[0].message.content
+    assert final.choices[0].finish_reason == "stop"
+    roles = [m["role"] for m in stored(api, conversation_id)]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+def test_generation_settings_reach_the_model_verbatim(client: openai.OpenAI, model: OpenAIStandin) -> None:
+    """API-11 through the SDK: what the SDK sends is what the model receives."""
+    client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "user", "content": "a haiku"}],
+        temperature=0.4,
+        top_p=0.8,
+        seed=11,
+        stop=["\n\n"],
+        max_completion_tokens=64,
+        presence_penalty=0.5,
+        response_format={"type": "json_object"},
+        user="end-user-3",
+        metadata={"app": "tests"},
+    )
+    sent = model.requests[-1].json
+    expected = {
+        "temperature": 0.4,
+        "top_p": 0.8,
+        "seed": 11,
+        "stop": ["\n\n"],
+        "max_completion_tokens": 64,
+        "presence_penalty": 0.5,
+        "response_format": {"type": "json_object"},
+        "user": "end-user-3",
+        "metadata": {"app": "tests"},
+    }
+    assert {key: sent.get(key) for key in expected} == expected
+
+
+def test_another_users_conversation_and_bad_input_answer_openai_errors(
+    server: ServerProcess, client: openai.OpenAI, model: OpenAIStandin
+) -> None:
+    """API-13, API-7: 404 for another user's conversation, 400 naming an unknown field, OpenAI's shape."""
+    mine = client.chat.completions.create(
+        model="standin-model", messages=[{"role": "user", "content": "secret"}]
+    )
+    assert mine.model_extra is not None
+    calls = len(model.requests)
+    with sdk(server, user="mallory") as other, pytest.raises(openai.NotFoundError) as found:
+        other.chat.completions.create(
+            model="standin-model",
+            messages=[{"role": "user", "content": "show me"}],
+            extra_body={"conversation": mine.model_extra["conversation"]},
+        )
+    assert isinstance(found.value.body, dict)
+    assert set(found.value.body) == {"message", "type", "param", "code"}
+    assert found.value.body["code"] == "conversation_not_found"
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="standin-model", messages=[{"role": "user", "content": "x"}], extra_body={"temprature": 1}
+        )
+    assert isinstance(refused.value.body, dict)
+    assert refused.value.body["param"] == "temprature"
+    assert len(model.requests) == calls
+
+
+def test_models_are_listed(client: openai.OpenAI) -> None:
+    """API-13: GET /v1/models lists the configured models."""
+    assert "standin-model" in [m.id for m in client.models.list()]
+
+
+def test_langchain_chat_openai_holds_a_three_turn_conversation(
+    server: ServerProcess, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-13: LangChain's ChatOpenAI, pointed at the endpoint, resends its history every turn; each
+    message is stored once."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_openai import ChatOpenAI
+
+    conversation_id = api.post("/conversations", json={"title": "langchain"}).json()["conversation_id"]
+    chat = ChatOpenAI(
+        model="standin-model",
+        base_url=f"{server.url}/v1",
+        api_key="unused-locally",  # type: ignore[arg-type]
+        default_headers={"X-User-Id": "alice", "X-Conversation-Id": conversation_id},
+        max_retries=0,
+    )
+    history: list[Any] = [SystemMessage("You are a guide.")]
+    for question in ("Where is Lisbon?", "What is there to see?", "And to eat?"):
+        history.append(HumanMessage(question))
+        reply = chat.invoke(history)
+        assert isinstance(reply, AIMessage)
+        history.append(reply)
+    messages = stored(api, conversation_id)
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 3
+    assert [m["content"] for m in messages] == [m.content for m in history[1:]]
+    assert model.requests[-1].json["messages"][0] == {"role": "system", "content": "You are a guide."}
+
+
+def test_the_readme_sdk_example_works_as_pasted(server: ServerProcess, model: OpenAIStandin) -> None:
+    """API-13: the README's "Use it from the OpenAI SDK" block runs against a real local server (its
+    address swapped for this server's) and prints the model's answers."""
+    from tests.unit.test_readme_examples import SERVER_BLOCKS
+
+    assert SERVER_BLOCKS, "the README has no block that talks to `make run`"
+    for block in SERVER_BLOCKS:
+        code = block.replace("http://127.0.0.1:3000", server.url)
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+    assert model.requests, "the example never reached the model"
