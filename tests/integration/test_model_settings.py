@@ -262,7 +262,7 @@ def test_patch_refuses_bad_input_and_other_users(standin_llm: OpenAIStandin) -> 
 
 
 def _materialised(value: Any) -> Any:
-    """A value the SDK's TypeAdapter returned, with its lazily validated iterables read (which validates them)."""
+    """A value the SDK's TypeAdapter returned, its lazy iterables read (reading them validates them)."""
     if isinstance(value, dict):
         return {key: _materialised(item) for key, item in value.items()}
     if isinstance(value, str | bytes | int | float | bool) or value is None:
