@@ -126,6 +126,10 @@ class _Container:
     invocations: int = 0
 
 
+#: The optional entry of a handler module that streams its answer: `stream_handler(event, context, emit)`.
+STREAM_HANDLER = "stream_handler"
+
+
 class FunctionRuntime:
     """Up to `max_concurrency` warm containers of one function; each serves one invocation at a time.
 
@@ -192,8 +196,15 @@ class FunctionRuntime:
                 self._idle.append(container)
                 self._cond.notify()
 
-    def invoke(self, event: Any) -> Invocation:
-        """Run the handler on `event`; exceptions are captured, never raised (except import failures)."""
+    def streams(self) -> bool:
+        """The function has a streaming entry (`stream_handler(event, context, emit)`)."""
+        return callable(getattr(self.first_module(), STREAM_HANDLER, None))
+
+    def invoke(self, event: Any, emit: Callable[[dict[str, Any]], None] | None = None) -> Invocation:
+        """Run the handler on `event`; exceptions are captured, never raised (except import failures).
+
+        With `emit` the function's streaming entry runs instead, handing each chunk to `emit` as it
+        is produced (what Lambda response streaming does for a deployed function)."""
         with self._acquire() as container:
             context = LambdaContext(
                 function_name=self.spec.logical_id,
@@ -206,7 +217,10 @@ class FunctionRuntime:
             result: Any = None
             try:
                 with invocation_log_keys(context, event, cold_start=container.invocations == 0):
-                    result = container.handler(event, context)
+                    if emit is None:
+                        result = container.handler(event, context)
+                    else:
+                        result = getattr(container.module, STREAM_HANDLER)(event, context, emit)
             except Exception as exc:
                 error = exc
             container.invocations += 1

@@ -404,6 +404,23 @@ class LocalApi:
             return error_response(500, "internal_error", "Internal Server Error"), runtime.spec.logical_id
         return proxy_response(invocation.result), runtime.spec.logical_id
 
+    def stream_target(self, request: HttpRequest) -> tuple[FunctionRuntime, dict[str, Any]] | None:
+        """The function and event of a request that asks for a streamed answer (a JSON body with
+        `"stream": true` to a function with a streaming entry), else None."""
+        if request.method != "POST" or b'"stream"' not in request.body:
+            return None
+        match = self.router.match(request.method, decoded_path(request.raw_path))
+        if isinstance(match, NoRoute):
+            return None
+        runtime = self.runtimes[match.route.function.logical_id]
+        try:
+            wants = json.loads(request.body).get("stream") is True
+        except (ValueError, AttributeError):
+            return None
+        if not wants or not runtime.streams():
+            return None
+        return runtime, build_event(request, match, region=self.config.region)
+
     def _builtin(self, request: HttpRequest) -> HttpResponse:
         path = request.raw_path.rstrip("/") or "/"
         if path == "/_local/health":
@@ -560,6 +577,10 @@ class _Handler(BaseHTTPRequestHandler):
                 source_ip=self.client_address[0],
                 protocol=self.request_version,
             )
+            streamed = self.server.api.stream_target(request)
+            if streamed is not None:
+                self._serve_stream(*streamed, started)
+                return
             try:
                 response, served_by = self.server.api.handle(request)
             except Exception:  # the dev server itself must never die on one request
@@ -567,6 +588,55 @@ class _Handler(BaseHTTPRequestHandler):
                 response = error_response(500, "internal_error", "Internal Server Error")
         ms = (time.perf_counter() - started) * 1000
         # Logged before the answer goes out, so a client that has its answer also sees its log line.
+        self.server.api.request_log.write(self.command, self.path, response.status, ms, served_by)
+        self._write(response)
+
+    def _serve_stream(self, runtime: FunctionRuntime, event: dict[str, Any], started: float) -> None:
+        """API-14: a streamed answer as Server-Sent Events over chunked transfer, each chunk written and
+        flushed as the function emits it; errors before the first chunk answer as usual (JSON)."""
+        opened: list[bool] = []
+
+        def write_chunk(data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def emit(chunk: dict[str, Any]) -> None:
+            if not opened:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                if chunk.get("conversation"):
+                    self.send_header("X-Conversation-Id", str(chunk["conversation"]))
+                self.end_headers()
+                opened.append(True)
+            write_chunk(b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\n")
+
+        try:
+            invocation = runtime.invoke(event, emit)
+        except Throttled:
+            response = error_response(
+                429, "too_many_requests", "the function is busy; retry", [("Retry-After", "1")]
+            )
+            self._write(response)
+            return
+        ms = (time.perf_counter() - started) * 1000
+        served_by = runtime.spec.logical_id
+        if opened:
+            self.server.api.request_log.write(self.command, self.path, 200, ms, f"{served_by} (stream)")
+            try:
+                write_chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+            return
+        if invocation.error is not None:
+            traceback.print_exception(invocation.error)
+            response = error_response(500, "internal_error", "Internal Server Error")
+        else:
+            response = proxy_response(invocation.result)
         self.server.api.request_log.write(self.command, self.path, response.status, ms, served_by)
         self._write(response)
 

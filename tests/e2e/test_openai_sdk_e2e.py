@@ -4,6 +4,8 @@ model on loopback."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -229,3 +231,125 @@ def test_the_readme_sdk_example_works_as_pasted(server: ServerProcess, model: Op
         code = block.replace("http://127.0.0.1:3000", server.url)
         exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
     assert model.requests, "the example never reached the model"
+
+
+def test_a_streamed_reply_arrives_chunk_by_chunk_and_is_stored_whole(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-14: `stream: true` answers Server-Sent Events as the model produces them (not buffered); the
+    SDK parses every chunk; the stored reply is their concatenation; usage comes last when asked."""
+    # Given a model that pauses between the chunks it sends
+    model.configure(chunk_delay=0.05)
+    arrivals: list[float] = []
+    pieces: list[str] = []
+    chunks = []
+    # When the SDK asks for a stream
+    stream = client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "user", "content": "tell me a short story about a lighthouse keeper"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    for chunk in stream:
+        arrivals.append(time.monotonic())
+        chunks.append(chunk)
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+    # Then the chunks arrived over time, as the model sent them (the model paused >= 0.05 s per word)
+    assert len(pieces) >= 10
+    assert arrivals[-1] - arrivals[0] >= 0.05 * (len(pieces) - 2)
+    # And each names the conversation; the last carries the usage; the stored reply is the text
+    assert all(c.model_extra and c.model_extra["conversation"] for c in chunks)
+    conversation_id = chunks[0].model_extra["conversation"]  # type: ignore[index]
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens > 0
+    finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finish == ["stop"]
+    reply = stored(api, conversation_id)[-1]
+    assert reply["status"] == "ok"
+    assert reply["content"] == "".join(pieces)
+    # And the model was asked for a stream with usage
+    assert model.requests[-1].json["stream"] is True
+    assert model.requests[-1].json["stream_options"] == {"include_usage": True}
+
+
+def test_a_stream_cut_mid_way_is_stored_as_incomplete(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-14: when the model's stream breaks, what arrived is stored with status "incomplete", the
+    client gets OpenAI's mid-stream error, and the turn log says why."""
+    model.configure(mode="stream_cut")
+    pieces: list[str] = []
+    stream = client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "user", "content": "count slowly to twenty please"}],
+        stream=True,
+    )
+    names: list[str] = []
+
+    def read_all() -> None:
+        for chunk in stream:
+            names.append((chunk.model_extra or {})["conversation"])
+            if chunk.choices and chunk.choices[0].delta.content:
+                pieces.append(chunk.choices[0].delta.content)
+
+    with pytest.raises(openai.APIError) as broke:
+        read_all()
+    assert "incomplete" in str(broke.value)
+    assert pieces
+    conversation_id = names[0]
+    reply = stored(api, conversation_id)[-1]
+    assert reply["status"] == "incomplete"
+    assert reply["content"] == "".join(pieces)
+    assert "stream" in reply["error"]["message"]
+    events = [
+        json.loads(line) for line in api.get(f"/conversations/{conversation_id}/events").text.splitlines()
+    ]
+    assert events[-1]["type"] == "turn_end"
+    assert events[-1]["meta"]["status"] == "incomplete"
+    # And the next turn does not send the broken reply to the model
+    model.configure(mode="ok")
+    client.chat.completions.create(
+        model="standin-model",
+        messages=[{"role": "user", "content": "again"}],
+        extra_body={"conversation": conversation_id},
+    )
+    assert [m["role"] for m in model.requests[-1].json["messages"]] == ["user", "user"]
+
+
+def test_a_client_that_goes_away_leaves_what_it_was_sent_stored(
+    server: ServerProcess, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-14: the client disconnects mid-stream; the model is no longer read and what the client was
+    sent is stored as incomplete."""
+    model.configure(chunk_delay=0.1)
+    body = {
+        "model": "standin-model",
+        "messages": [{"role": "user", "content": "a long answer about the history of the printing press"}],
+        "stream": True,
+    }
+    with (
+        httpx.Client(base_url=server.url, headers={"X-User-Id": "alice"}, timeout=30) as raw,
+        raw.stream("POST", "/v1/chat/completions", json=body) as response,
+    ):
+        assert response.headers["content-type"].startswith("text/event-stream")
+        conversation_id = response.headers["x-conversation-id"]
+        lines = response.iter_lines()
+        received = [line for _, line in zip(range(6), lines, strict=False)]
+        assert any(line.startswith("data: ") for line in received)
+    # (the connection is closed here, half way through the model's answer)
+    deadline = time.monotonic() + 30
+    reply: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        messages = stored(api, conversation_id)
+        reply = messages[-1] if messages and messages[-1]["role"] == "assistant" else {}
+        if reply:
+            break
+        time.sleep(0.1)
+    assert reply.get("status") == "incomplete", reply
+    assert "went away" in reply["error"]["message"]
+    full = (
+        "Stand-in reply: "
+        + 'you said "a long answer about the history of the printing press" (1 messages received).'
+    )
+    assert 0 < len(reply["content"]) < len(full)

@@ -30,6 +30,12 @@ Modes (``MODES``):
   huge_error  500 with a body of about ``huge_bytes`` bytes
   tool_call   200 with an assistant message that has ``tool_calls`` and ``content: null``
   canned      200 with the body set by the ``canned`` control key, verbatim (recorded provider answers)
+  stream_cut  like ok, but a streamed answer stops after half its chunks: the connection closes with
+              no finish reason and no [DONE] (a stream that breaks)
+
+A request with ``"stream": true`` is answered (ok, tool_call, stream_cut) as Server-Sent Events: one
+chunk per word (tool calls in two argument pieces), the finish chunk, the usage chunk when
+``stream_options.include_usage`` is set, then ``data: [DONE]``; ``chunk_delay`` seconds between chunks.
 
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models`` (also
 ``/models``), ``POST /_control`` (JSON with any of mode, slow_seconds, flaky_failures, flaky_status,
@@ -65,6 +71,7 @@ MODES = (
     "huge_error",
     "tool_call",
     "canned",
+    "stream_cut",
 )
 
 DEFAULT_MODEL = "standin-model"
@@ -78,6 +85,7 @@ _CONTROL_KEYS = (
     "api_key",
     "reply",
     "canned",
+    "chunk_delay",
 )
 
 
@@ -122,6 +130,7 @@ class _State:
     api_key: str | None = None
     reply: str | None = None  # a fixed reply text instead of the echo
     canned: dict[str, Any] | None = None  # the whole body "canned" mode answers
+    chunk_delay: float = 0.0  # seconds between the chunks of a streamed answer
     completions_seen: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
 
@@ -145,6 +154,36 @@ def reply_text(messages: list[Any]) -> str:
     last = _text_of(users[-1].get("content")) if users else ""
     quoted = last if len(last) <= 200 else last[:200] + "…"
     return f'Stand-in reply: you said "{quoted}" ({len(messages)} messages received).'
+
+
+def stream_chunks(body: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """A whole answer as the chunks a streaming model sends: the role, one chunk per word of the content
+    (tool calls: name, then the arguments in two pieces), the finish, then the usage if asked for."""
+    head = {k: body[k] for k in ("id", "created", "model") if k in body}
+    head["object"] = "chat.completion.chunk"
+    choice = body["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    text = message.get("content") or ""
+    chunks += [chunk({"content": w if i == 0 else " " + w}) for i, w in enumerate(text.split(" ")) if text]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        function = {"name": call["function"]["name"], "arguments": arguments[:half]}
+        chunks.append(
+            chunk(
+                {"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": function}]}
+            )
+        )
+        chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]}))
+    chunks.append(chunk({}, choice.get("finish_reason") or "stop"))
+    if include_usage and body.get("usage"):
+        chunks.append({**head, "choices": [], "usage": body["usage"]})
+    return chunks
 
 
 def tool_call_for(request: dict[str, Any], messages: list[Any]) -> dict[str, Any] | None:
@@ -216,6 +255,30 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body[start : start + 65536])
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _send_stream(self, body: dict[str, Any], include_usage: bool, *, cut: bool, delay: float) -> None:
+        """`body` as a Chat Completions stream (Server-Sent Events, chunked); `cut` stops half way."""
+        chunks = stream_chunks(body, include_usage)
+        if cut:
+            chunks = chunks[: max(1, len(chunks) // 2)]
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in chunks:
+                data = b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+                if delay and self.server.stopping.wait(delay):
+                    return
+            if not cut:
+                data = b"data: [DONE]\n\n"
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def _send_json(self, status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode("utf-8"), "application/json", extra)
@@ -304,8 +367,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "canned":
             self._send_json(200, state.canned or {})
         else:
-            body = self._completion_body(mode, model, messages, state.huge_bytes, state.reply)
-            if mode == "ok":
+            body = self._completion_body(
+                "ok" if mode == "stream_cut" else mode, model, messages, state.huge_bytes, state.reply
+            )
+            if mode in ("ok", "stream_cut"):
                 call = tool_call_for(request, messages)
                 if call is not None:
                     body["choices"][0]["message"] = {
@@ -314,7 +379,11 @@ class _Handler(BaseHTTPRequestHandler):
                         "tool_calls": [call],
                     }
                     body["choices"][0]["finish_reason"] = "tool_calls"
-            self._send_json(200, body)
+            if request.get("stream") is True:
+                include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+                self._send_stream(body, include_usage, cut=mode == "stream_cut", delay=state.chunk_delay)
+            else:
+                self._send_json(200, body)
 
     @staticmethod
     def _completion_body(
@@ -387,6 +456,7 @@ class _StandinHTTPServer(ThreadingHTTPServer):
         with self.lock:
             if update.pop("reset", False):
                 self.state.reply = None
+                self.state.chunk_delay = 0.0
                 self.state.requests.clear()
                 self.state.completions_seen = 0
             if "mode" in update:

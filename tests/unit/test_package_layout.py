@@ -55,6 +55,9 @@ LONG_MODULES = {
     # Query, its two transactions, reservations, pins, listing, delete); its transactions share
     # condition builders and the contention handling.
     "store.conversations": 820,
+    # The model client: one attempt loop (retries, time budget, failure records) for whole and streamed
+    # answers; the stream's event reading and folding live in llm.streaming.
+    "llm.client": 560,
     # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
     "store.dialogues": 660,
 }

@@ -14,7 +14,13 @@ from chat_core.engine import tokens
 from chat_core.engine.turnlog import Tokens
 from chat_core.engine.window import WindowResult
 from chat_core.errors import ProviderFailed
-from chat_core.llm.completion import ChatProvider, Completion, time_budget_from_context
+from chat_core.llm.completion import (
+    ChatProvider,
+    ChunkSink,
+    Completion,
+    StreamInterrupted,
+    time_budget_from_context,
+)
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import conversations as store
 from chat_core.store.items import Message, usage_map
@@ -26,13 +32,26 @@ def ask_model(
     model: str,
     context: Any,
     options: Mapping[str, Any] | None = None,
+    on_chunk: ChunkSink | None = None,
 ) -> tuple[Completion | None, ProviderFailed | None]:
     """The model's answer to the window with the turn's settings (API-11), or its failure (not raised:
-    a failed call is a turn too)."""
+    a failed call is a turn too). With `on_chunk` the answer streams (API-14); a stream that stops part
+    way is an answer too: what arrived, marked `interrupted`."""
     budget = time_budget_from_context(context, safety_margin_s=deadlines.STORE_MARGIN_S)
     started = time.monotonic()
     try:
-        completion = provider.complete(window.messages, model=model, time_budget_s=budget, options=options)
+        if on_chunk is None:
+            completion = provider.complete(
+                window.messages, model=model, time_budget_s=budget, options=options
+            )
+        else:
+            completion = provider.complete(
+                window.messages, model=model, time_budget_s=budget, options=options, on_chunk=on_chunk
+            )
+    except StreamInterrupted as exc:
+        metrics.add_metric(name="StreamsInterrupted", unit=MetricUnit.Count, value=1)
+        logger.warning("model stream interrupted", reason=exc.reason)
+        return exc.partial, None
     except ProviderFailed as exc:
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name="ProviderErrors", unit=MetricUnit.Count, value=1)
@@ -104,6 +123,15 @@ def reply_message(
     reply.finish_reason = completion.finish_reason
     reply.refusal = completion.refusal
     reply.extras = completion.extras
+    if completion.interrupted:
+        # API-14: a stream that stopped part way: what arrived is stored, marked, never sent to the model
+        # again; tool calls cut mid-way cannot be answered, so they are kept aside, not left pending.
+        reply.status = "incomplete"
+        reply.error = {"message": completion.interrupted, "provider_response": None}
+        if reply.tool_calls:
+            reply.extras = {**(completion.extras or {}), "partial_tool_calls": list(reply.tool_calls)}
+            reply.tool_calls = None
+            reply.content = reply.content or ""
     return (
         reply,
         (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
@@ -143,7 +171,7 @@ def record_answer(
         recorder.end("error", error_message=failure.message, conversation_tokens=totals)
     else:
         recorder.model_answer(
-            content=completion.content or completion.refusal or "",
+            content=assistant.content or completion.refusal or "",
             tool_calls=assistant.tool_calls,
             message_id=assistant.message_id,
             seq=int(assistant.seq),
@@ -153,7 +181,9 @@ def record_answer(
             finish_reason=completion.finish_reason,
             latency_ms=completion.latency_ms,
         )
-        if not recorder.awaiting_results:
+        if completion.interrupted:
+            recorder.end("incomplete", error_message=completion.interrupted, conversation_tokens=totals)
+        elif not recorder.awaiting_results:
             recorder.end("ok", conversation_tokens=totals)
     if recorder.awaiting_results:
         return recorder.state.to_json()

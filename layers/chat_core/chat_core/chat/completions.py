@@ -146,11 +146,17 @@ def _as_post(new: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[dict[st
 
 
 def plan_turn(
-    owner: str, messages: Sequence[Mapping[str, Any]], model: str, conversation_id: str | None
+    owner: str,
+    messages: Sequence[Mapping[str, Any]],
+    model: str,
+    conversation_id: str | None,
+    *,
+    create: bool = False,
 ) -> TurnPlan:
     """The turn a request makes (API-13): the tail rule against the stored messages (one Query, only
     when the request carries more than one message for an existing conversation); the request's system
-    prompt becomes the conversation's (counted once, TOK-5)."""
+    prompt becomes the conversation's (counted once, TOK-5). With `create` a new conversation is made
+    here rather than by the post (a stream names its conversation before the model answers)."""
     system, sent = split_system(messages)
     new: Sequence[Mapping[str, Any]] = sent
     if conversation_id is not None:
@@ -168,7 +174,7 @@ def plan_turn(
                 store.update_conversation(
                     owner, conversation_id, {"system_prompt": system, "system_tokens": tokens}, now_iso()
                 )
-    elif system is not None:
+    elif system is not None or create:
         title = next((str(m.get("content") or "") for m in sent if m["role"] == "user"), "")
         created = new_conversation(owner, model=model, system_prompt=system, title=title_from(title))
         conversation_id = created.conversation_id
@@ -203,3 +209,20 @@ def completion_object(conversation_id: str, reply: Mapping[str, Any]) -> dict[st
         "system_fingerprint": reply.get("system_fingerprint"),
         "conversation": conversation_id,
     }
+
+
+def stream_chunk(conversation_id: str, reply: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A whole stored reply as the chunks a stream of it would have had (a replayed or non-streamed
+    answer sent to a client that asked for a stream): the message, then its finish."""
+    whole = completion_object(conversation_id, reply)
+    head = {k: whole[k] for k in ("id", "created", "model", "system_fingerprint")}
+    head.update(object="chat.completion.chunk", conversation=conversation_id)
+    message = dict(whole["choices"][0]["message"])
+    if message.get("tool_calls"):
+        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    finish = whole["choices"][0]["finish_reason"]
+    return [
+        {**head, "choices": [{"index": 0, "delta": message, "finish_reason": None, "logprobs": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}]},
+        {**head, "choices": [], "usage": whole["usage"]},
+    ]

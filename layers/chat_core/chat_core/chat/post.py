@@ -27,7 +27,7 @@ from chat_core.errors import (
     RequestInProgress,
     StoreUnavailable,
 )
-from chat_core.llm.completion import ChatProvider
+from chat_core.llm.completion import ChatProvider, ChunkSink
 from chat_core.llm.provider import get_provider
 from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.settings import Settings, get_settings
@@ -45,6 +45,7 @@ def post_message(
     idempotency_key: str | None = None,
     context: Any = None,
     provider: ChatProvider | None = None,
+    on_chunk: ChunkSink | None = None,
 ) -> PostOutcome:
     """POST /messages (seed 003, DES-1 "Posting, in order"; seed 002 turn log; agent tool messages).
 
@@ -52,7 +53,8 @@ def post_message(
     reply slot reserved, turn_start and step events), the model call, TransactWrite #2 (assistant message
     ok or error, its events, turn_end unless the turn waits for tool results, totals). With an
     Idempotency-Key the first outcome (the turn, or the model's failure) is stored and replayed; the same
-    key with another body is refused.
+    key with another body is refused. With `on_chunk` the model's answer is streamed to it as it
+    arrives (API-14); a replay streams nothing (the caller has the whole turn in the outcome).
     """
 
     settings = get_settings()
@@ -69,7 +71,7 @@ def post_message(
         tool_pairing.pair_results(recorded, [])
     if idempotency_key is None:
         try:
-            return _post(owner, request, context, settings, provider)
+            return _post(owner, request, context, settings, provider, on_chunk)
         except ReplyNotStored as exc:
             unsaved: PostOutcome = exc.outcome
             return unsaved
@@ -86,6 +88,7 @@ def post_message(
             sink=sink,
             provider=provider,
             message=request,
+            on_chunk=on_chunk,
         )
     except ReplyNotStored as exc:
         # Raised inside the idempotent function, so its record is removed: a retry runs the turn again.
@@ -164,9 +167,10 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
         sink: list[PostOutcome],
         provider: ChatProvider | None,
         message: PostMessageIn,
+        on_chunk: ChunkSink | None = None,
     ) -> dict[str, Any]:
         # `request` is what the key and the payload check hash; `message` is the same body, validated.
-        outcome = _post(request["owner"], message, context, settings, provider)
+        outcome = _post(request["owner"], message, context, settings, provider, on_chunk)
         sink.append(outcome)
         return {
             "model_failed": outcome.model_failed,
@@ -189,7 +193,12 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
 
 @tracer.capture_method(capture_response=False)
 def _post(
-    owner: str, request: PostMessageIn, context: Any, settings: Settings, provider: ChatProvider | None
+    owner: str,
+    request: PostMessageIn,
+    context: Any,
+    settings: Settings,
+    provider: ChatProvider | None,
+    on_chunk: ChunkSink | None = None,
 ) -> PostOutcome:
     if request.conversation_id is None:
         turn = start_conversation(owner, request, settings)
@@ -213,7 +222,9 @@ def _post(
     )
     # A reply too large for its item is stored as an error turn (502) instead (REL).
     completion, failure = recording.cap_reply(
-        *ask_model(provider or get_provider(), window.result, turn.model, context, turn.generation.options),
+        *ask_model(
+            provider or get_provider(), window.result, turn.model, context, turn.generation.options, on_chunk
+        ),
         settings,
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)

@@ -83,7 +83,7 @@ def message_view(message: Message) -> dict[str, Any]:
             else _usage(0, 0, 0)
         )
         _answer_details(message, view)
-        if message.status == "error":
+        if message.status in ("error", "incomplete"):
             error = message.error if isinstance(message.error, dict) else {}
             view["error"] = {
                 "message": error.get("message", ""),

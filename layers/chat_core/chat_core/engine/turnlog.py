@@ -25,7 +25,7 @@ from typing import Any, Literal
 EventType = Literal[
     "session_start", "turn_start", "assistant", "action", "observation", "final", "turn_end", "session_end"
 ]
-TurnStatus = Literal["ok", "error", "max_steps"]
+TurnStatus = Literal["ok", "error", "max_steps", "incomplete"]
 #: Who ended a turn whose reply was never stored: its own post after the reply write failed, or a later one.
 ClosedBy = Literal["fallback", "repair"]
 _INTERRUPTION: dict[str, str] = {"fallback": "not_stored", "repair": "interrupted"}

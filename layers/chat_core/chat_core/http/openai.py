@@ -3,6 +3,7 @@ error shape, and one turn from a Chat Completions request to a chat.completion a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -84,16 +85,25 @@ def chat_completion(
     idempotency_key: str | None = None,
     context: Any = None,
     provider: ChatProvider | None = None,
+    emit: Callable[[dict[str, Any]], None] | None = None,
 ) -> CompletionAnswer:
     """One turn: the tail rule decides what is new, the post stores it and asks the model, and the
-    answer is the model's chat.completion plus `conversation`."""
-    if request.stream:
+    answer is the model's chat.completion plus `conversation`.
+
+    With `emit` (a `stream: true` request, API-14) the conversation is named before the model is asked
+    and each chunk of its answer goes to `emit` as it arrives, with `conversation` added (the usage
+    chunk only with `stream_options.include_usage`); an answer that did not stream (a replay) is
+    emitted as chunks at the end. The answer returned is then 200 with the chunks already emitted, or
+    an error before any chunk. A stream that stops part way is stored with `status: "incomplete"`.
+    """
+    if request.stream and emit is None:
         raise InvalidInput(
-            "stream: true is not available on this deployment; send stream: false", field="stream"
+            "stream: true is not available on this deployment (the local server streams; see the README)",
+            field="stream",
         )
     named = request.conversation_id() or conversation_header
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
-    plan = completions.plan_turn(owner, messages, request.model, named)
+    plan = completions.plan_turn(owner, messages, request.model, named, create=emit is not None)
     body: dict[str, Any] = {"model": request.model, **request.settings()}
     if plan.conversation_id is not None:
         body["conversation_id"] = plan.conversation_id
@@ -101,6 +111,20 @@ def chat_completion(
         body["content"] = plan.content
     if plan.recorded:
         body["messages"] = plan.recorded
+    sink: Callable[[dict[str, Any]], None] | None = None
+    emitted: list[int] = []
+    wants_usage = bool((request.stream_options or {}).get("include_usage"))
+    if emit is not None:
+        cid, forward = str(plan.conversation_id), emit
+
+        def relay(chunk: dict[str, Any]) -> None:
+            if not chunk.get("choices") and not wants_usage:
+                return
+            emitted.append(1)
+            forward({**chunk, "conversation": cid})
+
+        sink = relay
+
     try:
         turn = PostMessageIn.model_validate(body)
     except ValidationError as exc:
@@ -108,7 +132,7 @@ def chat_completion(
         where = ".".join(str(p) for p in first.get("loc", ())) or "messages"
         raise InvalidInput(f"messages: {where}: {first.get('msg', 'invalid')}", field="messages") from exc
     outcome = post.post_message(
-        owner, turn, idempotency_key=idempotency_key, context=context, provider=provider
+        owner, turn, idempotency_key=idempotency_key, context=context, provider=provider, on_chunk=sink
     )
     conversation_id = str(outcome.body["conversation_id"])
     headers = {CONVERSATION_HEADER: conversation_id}
@@ -124,7 +148,17 @@ def chat_completion(
         message = str((reply.get("error") or {}).get("message") or "the model provider failed")
         status = 502
         return CompletionAnswer(status, openai_error_body(status, "provider_failed", message), headers)
+    if emit is not None and emitted and reply.get("status") == "incomplete":
+        # The model's stream stopped part way: what arrived is stored as incomplete; the client is told
+        # in OpenAI's mid-stream error event (the SDKs raise it), then the stream ends.
+        reason = str((reply.get("error") or {}).get("message") or "the model's stream stopped")
+        emit(openai_error_body(502, "stream_interrupted", f"{reason}; what arrived is stored as incomplete"))
+        return CompletionAnswer(200, {}, headers)
     completion = completions.completion_object(conversation_id, reply)
+    if emit is not None and not emitted:
+        for chunk in completions.stream_chunk(conversation_id, reply):
+            if chunk["choices"] or wants_usage:
+                emit(chunk)
     if not outcome.reply_stored:
         # The model answered and the reply could not be saved: the caller still gets it (REL-4).
         headers["X-Reply-Stored"] = "false"

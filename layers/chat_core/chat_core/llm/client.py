@@ -15,7 +15,14 @@ import httpx
 from chat_core import __version__
 from chat_core.engine.text import repaired, repaired_value
 from chat_core.errors import ChatError, ProviderFailed
-from chat_core.llm.completion import MAX_RECORDED_BODY_BYTES, Completion, FailureKind, to_openai_messages
+from chat_core.llm.completion import (
+    MAX_RECORDED_BODY_BYTES,
+    ChunkSink,
+    Completion,
+    FailureKind,
+    StreamInterrupted,
+    to_openai_messages,
+)
 from chat_core.llm.keys import resolve_api_key
 from chat_core.llm.parsing import (
     content_text,
@@ -27,6 +34,7 @@ from chat_core.llm.parsing import (
     parse_usage,
     retry_after,
 )
+from chat_core.llm.streaming import StreamAccumulator, StreamStopped, read_events
 from chat_core.settings import Settings, get_settings
 
 _MAX_RECORDED_HEADER_CHARS: Final = 512
@@ -136,8 +144,13 @@ class OpenAICompatibleProvider:
         model: str,
         time_budget_s: float | None = None,
         options: Mapping[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
     ) -> Completion:
         """Ask the model; raises ProviderFailed with the provider's response on every kind of failure.
+
+        With `on_chunk` the request asks for a stream (`stream: true`, usage in the last chunk) and each
+        chunk is handed over as it arrives (API-14); no attempt is retried once a chunk was handed over,
+        and a stream that stops part way raises StreamInterrupted with what arrived.
 
         `time_budget_s` is the wall time the whole call (all attempts and waits) may take, usually
         `time_budget_from_context(lambda_context)`. No attempt is started that cannot finish in it.
@@ -147,6 +160,9 @@ class OpenAICompatibleProvider:
         model = model or self.settings.llm_model
         body = {k: v for k, v in (options or {}).items() if k not in ("model", "messages", "stream")}
         body.update(model=model, messages=to_openai_messages(messages))
+        if on_chunk is not None:
+            body["stream"] = True
+            body["stream_options"] = {**dict(body.get("stream_options") or {}), "include_usage": True}
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempts: list[dict[str, Any]] = []
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -167,8 +183,18 @@ class OpenAICompatibleProvider:
                 attempt_timeout = min(attempt_timeout, remaining)
             attempt_started = time.monotonic()
             try:
-                received = self._send(payload, headers, attempt_timeout, deadline)
+                if on_chunk is None:
+                    received = self._send(payload, headers, attempt_timeout, deadline)
+                else:
+                    received = self._send_stream(payload, headers, attempt_timeout, deadline, on_chunk)
                 completion = self._parse(received, model)
+            except StreamStopped as stopped:
+                partial = self._parse(stopped.received, model)
+                latency = round((time.monotonic() - started) * 1000, 1)
+                raise StreamInterrupted(
+                    stopped.reason,
+                    replace(partial, latency_ms=latency, attempts=number, interrupted=stopped.reason),
+                ) from stopped
             except _AttemptFailed as failure:
                 elapsed = time.monotonic() - attempt_started
                 entry: dict[str, Any] = {
@@ -287,6 +313,60 @@ class OpenAICompatibleProvider:
                 error=describe(exc),
             ) from exc
         return _Received(status, resp_headers, bytes(body), over_limit=False)
+
+    def _send_stream(
+        self,
+        payload: bytes,
+        headers: Mapping[str, str],
+        attempt_timeout: float,
+        deadline: float | None,
+        on_chunk: ChunkSink,
+    ) -> _Received:
+        """A streamed attempt: Server-Sent Events read line by line, each chunk handed to `on_chunk`;
+        the answer folded into the body a non-streamed answer has. An error status, or a provider that
+        answers without streaming, is read as a whole (`_send`'s rules)."""
+        client = self._client if self._client is not None else _http_client()
+        attempt_deadline = time.monotonic() + attempt_timeout
+        if deadline is not None:
+            attempt_deadline = min(attempt_deadline, deadline)
+        limit = max(1, self.settings.llm_max_response_bytes)
+        stream_headers = {**headers, "Accept": "text/event-stream"}
+        folded = StreamAccumulator()
+        status: int | None = None
+        resp_headers = httpx.Headers()
+
+        def arrived() -> _Received:
+            return _Received(200, resp_headers, json.dumps(folded.body()).encode("utf-8"), False)
+
+        try:
+            with client.stream(
+                "POST",
+                self.url,
+                content=payload,
+                headers=stream_headers,
+                timeout=self._timeouts(attempt_timeout),
+            ) as response:
+                status, resp_headers = response.status_code, response.headers
+                if not 200 <= status < 300 or "text/event-stream" not in resp_headers.get("content-type", ""):
+                    body = bytearray()
+                    for chunk in response.iter_bytes(chunk_size=65536):
+                        body += chunk
+                        if len(body) > limit:
+                            return _Received(status, resp_headers, bytes(body[: limit + 1]), over_limit=True)
+                    return _Received(status, resp_headers, bytes(body), over_limit=False)
+                read_events(response.iter_lines(), folded, on_chunk, limit, attempt_deadline, arrived)
+        except httpx.TransportError as exc:
+            if folded.chunks == 0:
+                raise _AttemptFailed(
+                    f"could not stream from the model provider at {self._where()}: {describe(exc)}",
+                    kind="timeout" if isinstance(exc, httpx.TimeoutException) else "connection",
+                    retryable=True,
+                    error=describe(exc),
+                ) from exc
+            raise StreamStopped(f"the model's stream broke ({describe(exc)})", arrived()) from exc
+        if folded.finish_reason is None:
+            raise StreamStopped("the model's stream ended before the model finished", arrived())
+        return arrived()
 
     def _where(self) -> str:
         """The provider's address without credentials or query, for messages and records."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
@@ -58,6 +58,22 @@ class Completion:
     request_id: str | None = None
     refusal: str | None = None
     extras: dict[str, Any] | None = None
+    #: Why a streamed answer stopped before the model finished (the stream broke, the caller went
+    #: away, the time ran out); None for a whole answer. What arrived is kept (API-14).
+    interrupted: str | None = None
+
+
+#: Called with each chunk of a streamed answer, as the provider sent it (a Chat Completions chunk).
+ChunkSink = Callable[[dict[str, Any]], None]
+
+
+class StreamInterrupted(Exception):
+    """A streamed answer stopped part way; `partial` is what arrived, as a Completion."""
+
+    def __init__(self, reason: str, partial: Completion) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.partial = partial
 
 
 @runtime_checkable
@@ -71,9 +87,11 @@ class ChatProvider(Protocol):
         model: str,
         time_budget_s: float | None = None,
         options: Mapping[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
     ) -> Completion:
         """`options`: further Chat Completions request fields (e.g. `max_completion_tokens`), sent as given;
-        they never replace `model` or `messages`."""
+        they never replace `model` or `messages`. With `on_chunk` the answer is streamed: each chunk is
+        handed over as it arrives, and a stream that stops part way raises StreamInterrupted."""
         ...
 
 

@@ -6,11 +6,12 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from chat_core.engine import tokens
 from chat_core.errors import ChatError
-from chat_core.llm.completion import Completion, Usage, to_openai_messages
+from chat_core.llm.completion import ChunkSink, Completion, StreamInterrupted, Usage, to_openai_messages
 from chat_core.settings import Settings, get_settings
 
 OFFLINE_MODEL_NAME: Final = "offline-model"
@@ -40,8 +41,10 @@ class OfflineProvider:
         model: str,
         time_budget_s: float | None = None,
         options: Mapping[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
     ) -> Completion:
-        """The offline answer; `options` (generation settings) change nothing in it."""
+        """The offline answer; `options` (generation settings) change nothing in it. With `on_chunk` it
+        is handed over word by word as Chat Completions chunks, then a chunk with the usage."""
         started = time.monotonic()
         model = model or self.settings.llm_model
         sent = to_openai_messages(messages)
@@ -59,7 +62,7 @@ class OfflineProvider:
             ],
             "usage": usage.to_dict(),
         }
-        return Completion(
+        completion = Completion(
             content=content,
             model=OFFLINE_MODEL_NAME,
             usage=usage,
@@ -70,6 +73,9 @@ class OfflineProvider:
             latency_ms=round((time.monotonic() - started) * 1000, 1),
             offline=True,
         )
+        if on_chunk is not None:
+            _stream(completion, raw["id"], on_chunk)
+        return completion
 
     @staticmethod
     def _reply(sent: Sequence[Mapping[str, Any]], prompt_tokens: int) -> str:
@@ -85,6 +91,26 @@ class OfflineProvider:
         if len(user_texts) > 1:
             parts.append(f"Before that you said: {_quote(user_texts[-2])}")
         return "\n".join(parts)
+
+
+def _stream(completion: Completion, answer_id: str, on_chunk: ChunkSink) -> None:
+    """The offline answer handed over word by word, then the finish and the usage chunks."""
+    head = {"id": answer_id, "object": "chat.completion.chunk", "created": 0, "model": OFFLINE_MODEL_NAME}
+    sent: list[str] = []
+    try:
+        for index, word in enumerate(completion.content.split(" ")):
+            piece = word if index == 0 else " " + word
+            delta: dict[str, Any] = (
+                {"role": "assistant", "content": piece} if index == 0 else {"content": piece}
+            )
+            on_chunk({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            sent.append(piece)
+        on_chunk({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        on_chunk({**head, "choices": [], "usage": completion.usage.to_dict()})
+    except Exception as exc:  # the caller stopped listening: what it was sent is what is kept
+        reason = f"the client went away ({type(exc).__name__})"
+        partial = replace(completion, content="".join(sent), finish_reason=None, interrupted=reason)
+        raise StreamInterrupted(reason, partial) from exc
 
 
 def _plain_text(content: Any) -> str:
