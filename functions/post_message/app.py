@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -14,16 +16,41 @@ from chat_core.http.statuses import post_status
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()
+# The chunk sink of the invocation being resolved, when it came through `stream_handler`.
+_streaming = threading.local()
 
 
 @app.post("/messages")
 def post_message(body: PostMessageIn) -> Response[Any]:
+    accept = app.current_event.headers.get("accept") or ""
+    emit = getattr(_streaming, "emit", None) if "text/event-stream" in accept else None
     outcome = post.post_message(
-        caller(app), body, idempotency_key=idempotency_key(app), context=app.lambda_context
+        caller(app),
+        body,
+        idempotency_key=idempotency_key(app),
+        context=app.lambda_context,
+        on_chunk=emit,
     )
     # 503 reply_not_stored carries the model's reply; Retry-After as on every "try again" answer.
     headers = retry_after_header() if not outcome.reply_stored else None
-    return json_response(post_status(outcome), outcome.body, headers)
+    status = post_status(outcome)
+    if emit is not None and outcome.body.get("assistant_message") is not None and status != 502:
+        # API-14: the chunks went out as the model produced them; the stored turn closes the stream.
+        emit({"object": "chat.turn", "status": status, **outcome.body})
+        return Response(200, "text/event-stream", "", headers)
+    return json_response(status, outcome.body, headers)
+
+
+def stream_handler(
+    event: dict[str, Any], context: LambdaContext, emit: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """The streaming entry (API-14): like `lambda_handler`; with `Accept: text/event-stream` the model's
+    chunks go to `emit` as they arrive, then the stored turn (`"object": "chat.turn"`)."""
+    _streaming.emit = emit
+    try:
+        return lambda_handler(event, context)
+    finally:
+        _streaming.emit = None
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

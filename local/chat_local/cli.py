@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one API call")
     parser.add_argument("--json", action="store_true", help="with --once: print the API's JSON answer")
     parser.add_argument("--no-spinner", action="store_true", help="never show the thinking spinner")
+    parser.add_argument(
+        "--no-stream",
+        action="store_true",
+        help="wait for the whole reply instead of printing it as it arrives",
+    )
     return parser
 
 
@@ -115,6 +120,10 @@ class Console:
 
     def reply(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def piece(self, text: str) -> None:
+        """A piece of a streamed reply, printed as it arrives (API-14)."""
+        print(text, end="", file=self.out, flush=True)
 
     def info(self, text: str) -> None:
         print(text, file=self.err, flush=True)
@@ -167,7 +176,8 @@ def _token_line(result: TurnResult) -> str:
 
 def render_turn(console: Console, result: TurnResult, *, verbose: bool) -> None:
     if result.status == "ok":
-        console.reply(result.reply or "")
+        # A streamed reply is on screen already; end its line.
+        console.reply("" if result.streamed else result.reply or "")
         if verbose:
             console.info(_token_line(result))
         return
@@ -193,6 +203,8 @@ class Repl:
         self.options = options
         self.session = session
         self.interactive_input = _isatty(sys.stdin)
+        #: Print replies as they arrive (API-14); `--no-stream` waits for the whole reply.
+        self.stream = True
 
     def announce(self) -> None:
         s = self.session
@@ -205,7 +217,12 @@ class Repl:
         self.console.info("  /help for commands, /exit or Ctrl-D to quit")
 
     def turn(self, text: str) -> TurnResult:
-        result = self.session.run_turn(text, waiting=self.console.thinking, on_warning=self.console.info)
+        result = self.session.run_turn(
+            text,
+            waiting=self.console.thinking,
+            on_warning=self.console.info,
+            on_delta=self.console.piece if self.stream else None,
+        )
         render_turn(self.console, result, verbose=True)
         return result
 
@@ -347,7 +364,10 @@ def run_once(api: ChatApi, console: Console, options: SessionOptions, args: argp
     session = ChatSession.open(api, mode="once", options=options, conversation_id=args.conversation)
     console.info(f"session {session.session_id}")
     try:
-        result = session.run_turn(question, waiting=console.thinking, on_warning=console.info)
+        stream = None if args.json or args.no_stream else console.piece
+        result = session.run_turn(
+            question, waiting=console.thinking, on_warning=console.info, on_delta=stream
+        )
     finally:
         session.close()
     if args.json and result.response is not None:
@@ -388,7 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         session = ChatSession.open(
             api, mode="interactive", options=options, conversation_id=args.conversation
         )
-        return Repl(api, console, options, session).run(first)
+        repl = Repl(api, console, options, session)
+        repl.stream = not args.no_stream
+        return repl.run(first)
     except ServerUnreachable as exc:
         console.info(f"chat: {exc}")
         return EXIT_UNREACHABLE

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json as json_module
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -140,14 +141,54 @@ class ChatApi:
         *,
         model: str | None = None,
         idempotency_key: str | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"content": content}
         if conversation_id:
             body["conversation_id"] = conversation_id
         if model:
             body["model"] = model
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return dict(self.request("POST", "/messages", json=body, headers=headers))
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        if on_delta is None:
+            return dict(self.request("POST", "/messages", json=body, headers=headers or None))
+        return self._post_streamed(body, {**headers, "Accept": "text/event-stream"}, on_delta)
+
+    def _post_streamed(
+        self, body: dict[str, Any], headers: Mapping[str, str], on_delta: Callable[[str], None]
+    ) -> dict[str, Any]:
+        """POST /messages asking for a stream (API-14): each piece of the reply goes to `on_delta` as it
+        arrives; the answer is the stored turn the stream ends with. A server that does not stream (a
+        deployed API, an error) answers JSON, read as usual."""
+        try:
+            with self._http.stream("POST", "/messages", json=body, headers=dict(headers)) as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    response.read()
+                    if response.status_code >= 400:
+                        raise _error_from(response)
+                    return dict(response.json())
+                turn: dict[str, Any] | None = None
+                for line in response.iter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    event = json_module.loads(line[6:])
+                    if event.get("object") == "chat.turn":
+                        turn = event
+                        continue
+                    for choice in event.get("choices") or []:
+                        text = (choice.get("delta") or {}).get("content")
+                        if text:
+                            on_delta(text)
+        except httpx.TimeoutException as exc:
+            raise ServerUnreachable(self.base_url, f"no answer: {type(exc).__name__}") from exc
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(self.base_url, str(exc) or type(exc).__name__) from exc
+        if turn is None:
+            raise ApiError(502, "stream_ended", "the stream ended without the stored turn")
+        turn.pop("object", None)
+        status = int(turn.pop("status", 201))
+        if status >= 400:
+            raise ApiError(status, "reply_not_stored", "the reply could not be saved", turn)
+        return turn
 
     def list_conversations(self, *, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {"limit": limit}

@@ -405,19 +405,25 @@ class LocalApi:
         return proxy_response(invocation.result), runtime.spec.logical_id
 
     def stream_target(self, request: HttpRequest) -> tuple[FunctionRuntime, dict[str, Any]] | None:
-        """The function and event of a request that asks for a streamed answer (a JSON body with
-        `"stream": true` to a function with a streaming entry), else None."""
-        if request.method != "POST" or b'"stream"' not in request.body:
+        """The function and event of a request that asks for a streamed answer (`Accept:
+        text/event-stream`, or a JSON body with `"stream": true`) from a function with a streaming
+        entry, else None."""
+        if request.method != "POST":
+            return None
+        accept = next((v for k, v in request.headers if k.lower() == "accept"), "")
+        wants = "text/event-stream" in accept
+        if not wants and b'"stream"' in request.body:
+            try:
+                wants = json.loads(request.body).get("stream") is True
+            except (ValueError, AttributeError):
+                wants = False
+        if not wants:
             return None
         match = self.router.match(request.method, decoded_path(request.raw_path))
         if isinstance(match, NoRoute):
             return None
         runtime = self.runtimes[match.route.function.logical_id]
-        try:
-            wants = json.loads(request.body).get("stream") is True
-        except (ValueError, AttributeError):
-            return None
-        if not wants or not runtime.streams():
+        if not runtime.streams():
             return None
         return runtime, build_event(request, match, region=self.config.region)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -103,6 +103,8 @@ class TurnResult:
     response: dict[str, Any] | None = None
     duration_ms: int = 0
     unreachable: bool = False
+    #: The reply was printed piece by piece as it arrived (API-14); it is not printed again.
+    streamed: bool = False
 
 
 def _usage_reported(usage: Mapping[str, Any] | None) -> bool:
@@ -247,6 +249,7 @@ class ChatSession:
         *,
         waiting: Callable[[], AbstractContextManager[Any]] = nullcontext,
         on_warning: Callable[[str], None] | None = None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> TurnResult:
         """One Turn: window check (refuse over --max-prompt-tokens), post, record events."""
         self.turn += 1
@@ -292,8 +295,20 @@ class ChatSession:
                 on_warning(warning)
 
         try:
-            with waiting():
-                response = self.api.post_message(self.session_id, content, model=self.options.model)
+            with ExitStack() as spinner:
+                # The spinner turns until the reply starts to arrive (or, without a stream, until it has).
+                spinner.enter_context(waiting())
+                piece = None
+                if on_delta is not None:
+                    show = on_delta
+
+                    def piece(text: str) -> None:
+                        spinner.close()
+                        show(text)
+
+                response = self.api.post_message(
+                    self.session_id, content, model=self.options.model, on_delta=piece
+                )
         except ApiError as exc:
             if isinstance(exc.body, Mapping) and isinstance(exc.body.get("assistant_message"), Mapping):
                 # API-2: the model failed; the user message and an error reply were both stored.
@@ -308,7 +323,9 @@ class ChatSession:
             self._end_turn(turn, started, "error", "interrupted by the user", prompt_tokens=prompt_tokens)
             raise
         self.turns_stored += 1
-        return self._answered(turn, started, response, prompt_tokens, warning)
+        result = self._answered(turn, started, response, prompt_tokens, warning)
+        result.streamed = on_delta is not None and bool(result.reply)
+        return result
 
     def _answered(
         self,

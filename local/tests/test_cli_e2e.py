@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,51 @@ def test_help_lists_the_seed_002_options() -> None:
         "--api",
     ):
         assert option in result.stdout
+
+
+def test_once_prints_the_reply_as_it_arrives(
+    server: ServerProcess, model: OpenAIStandin, tmp_path: Path
+) -> None:
+    """API-14 in the CLI: the reply is printed piece by piece while the model produces it, once."""
+    # Given a model that pauses between the words it streams
+    model.configure(chunk_delay=0.15)
+    command = [
+        console_script("chat"),
+        "--no-spinner",
+        "--api",
+        server.url,
+        "--user",
+        "carol",
+        "--log-dir",
+        str(tmp_path),
+        "--once",
+        "stream",
+        "this",
+        "please",
+    ]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=child_env()
+    ) as child:
+        assert child.stdout is not None
+        # When the first piece is on stdout, the rest has not arrived yet
+        first = child.stdout.read(len("Stand-in"))
+        started = time.monotonic()
+        rest = child.stdout.read()
+        finished = time.monotonic()
+        assert child.wait(timeout=60) == 0
+    # Then the reply came over time (>= 0.15 s per remaining word), and it is printed exactly once
+    printed = (first + rest).decode("utf-8")
+    assert printed.count("Stand-in reply") == 1
+    words = len(printed.split())
+    assert finished - started >= 0.15 * (words - 3)
+    assert model.requests[-1].json["stream"] is True
+
+
+def test_once_no_stream_waits_for_the_whole_reply(
+    server: ServerProcess, model: OpenAIStandin, tmp_path: Path
+) -> None:
+    """API-14: `--no-stream` asks for the whole reply (no stream in the model's request)."""
+    result = once(server, tmp_path, "--no-stream", "whole", "please")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("Stand-in reply") == 1
+    assert "stream" not in model.requests[-1].json

@@ -353,3 +353,33 @@ def test_a_client_that_goes_away_leaves_what_it_was_sent_stored(
         + 'you said "a long answer about the history of the printing press" (1 messages received).'
     )
     assert 0 < len(reply["content"]) < len(full)
+
+
+def test_post_messages_streams_with_accept_event_stream(api: httpx.Client, model: OpenAIStandin) -> None:
+    """API-14 on the service's own API: `Accept: text/event-stream` on POST /messages streams the model's
+    chunks, then the stored turn (`"object": "chat.turn"`, the 201 body) closes the stream."""
+    pieces: list[str] = []
+    turn: dict[str, Any] = {}
+    with api.stream(
+        "POST", "/messages", json={"content": "stream my answer"}, headers={"Accept": "text/event-stream"}
+    ) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            event = json.loads(line[6:])
+            if event.get("object") == "chat.turn":
+                turn = event
+            for choice in event.get("choices") or []:
+                pieces.append(choice["delta"].get("content") or "")
+    assert turn["status"] == 201
+    assert turn["assistant_message"]["content"] == "".join(pieces)
+    assert len([p for p in pieces if p]) >= 5
+    stored_reply = stored(api, turn["conversation_id"])[-1]
+    assert stored_reply["content"] == "".join(pieces)
+    # And without the header the same route answers JSON as before
+    plain = api.post(
+        "/messages", json={"content": "whole please", "conversation_id": turn["conversation_id"]}
+    )
+    assert plain.status_code == 201
+    assert "stream" not in model.requests[-1].json
