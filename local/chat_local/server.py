@@ -612,6 +612,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Transfer-Encoding", "chunked")
+                # One stream per connection: the connection closes when the stream ends.
+                self.send_header("Connection", "close")
                 if chunk.get("conversation"):
                     self.send_header("X-Conversation-Id", str(chunk["conversation"]))
                 self.end_headers()

@@ -265,6 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
             self.end_headers()
             for chunk in chunks:
                 data = b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
