@@ -105,6 +105,8 @@ class MessageOut(_Out):
     tool_calls: list[ToolCallOut] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    #: API-15: a user message's content parts as sent (`content` is their text).
+    content_parts: list[dict[str, Any]] | None = None
     pinned: Literal[True] | None = None
     stored: Literal[False] | None = None
     finish_reason: str | None = None

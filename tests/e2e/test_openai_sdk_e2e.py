@@ -383,3 +383,21 @@ def test_post_messages_streams_with_accept_event_stream(api: httpx.Client, model
     )
     assert plain.status_code == 201
     assert "stream" not in model.requests[-1].json
+
+
+def test_an_image_part_from_the_sdk_reaches_the_model_and_is_stored(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-15 through /v1: a user's image part is sent to the model and kept with the message."""
+    parts = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+    ]
+    answer = client.chat.completions.create(
+        model="standin-model", messages=[{"role": "user", "content": parts}]
+    )  # type: ignore[misc]
+    assert model.requests[-1].json["messages"][-1]["content"] == parts
+    assert answer.model_extra is not None
+    user = stored(api, answer.model_extra["conversation"])[0]
+    assert user["content_parts"] == parts
+    assert user["content"] == "What is this?"

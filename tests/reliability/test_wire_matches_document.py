@@ -175,6 +175,13 @@ def test_every_answer_of_every_route_is_documented(
     )
     assert windowed.status_code == 200
     assert windowed.json()["settings"]["tools"] == [tool]
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    with_parts = client.post(
+        "/messages",
+        json={"conversation_id": conversation_id, "content": [{"type": "text", "text": "this?"}, image]},
+    )
+    assert with_parts.status_code == 201
+    assert with_parts.json()["user_message"]["content_parts"][1] == image
     refused = client.post(
         "/messages", json={"conversation_id": conversation_id, "content": "x", "tool_choice": "auto"}
     )

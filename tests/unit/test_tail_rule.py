@@ -111,7 +111,7 @@ def test_system_messages_lead_and_text_parts_are_joined() -> None:
     [
         [{"role": "user", "content": "hi"}, {"role": "system", "content": "late"}],
         [{"role": "system", "content": "only a system prompt"}],
-        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}],
+        [{"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}],
     ],
 )
 def test_requests_the_rule_cannot_take_are_refused(messages: list[dict[str, Any]]) -> None:
@@ -122,3 +122,17 @@ def test_requests_the_rule_cannot_take_are_refused(messages: list[dict[str, Any]
 def test_text_of_keeps_strings_and_none() -> None:
     assert text_of("plain", field="f") == "plain"
     assert text_of(None, field="f") is None
+
+
+def test_a_users_image_parts_are_kept_and_matched_as_sent() -> None:
+    """API-15: a user's parts stay a list (the post stores them); resent, they match the stored parts."""
+    parts = [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+    ]
+    _, rest = split_system([{"role": "user", "content": parts}])
+    assert rest == [{"role": "user", "content": parts}]
+    stored = _stored(U1, A1)
+    stored[0].parts = parts
+    stored[0].content = "what is this?"
+    assert new_messages([{"role": "user", "content": parts}, A1, U2], stored) == [U2]

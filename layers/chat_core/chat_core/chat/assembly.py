@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from chat_core.chat import summary_window
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
-from chat_core.chat.rules import check_content, check_id, not_found
+from chat_core.chat.rules import check_id, check_parts, not_found
 from chat_core.engine import tokens
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
@@ -44,8 +44,8 @@ def _window_message(message: Message) -> dict[str, Any]:
     """A stored message as the window engine takes it: OpenAI keys plus bookkeeping (tokens, pinned...)."""
     window: dict[str, Any] = {
         "role": message.role,
-        # A refusal (API-10) is sent back as what the model said.
-        "content": message.content or message.refusal or "",
+        # A refusal (API-10) is sent back as what the model said; content parts (API-15) as sent.
+        "content": message.parts or message.content or message.refusal or "",
         "tokens": int(message.tokens),
         "message_id": message.message_id,
         "seq": int(message.seq),
@@ -123,7 +123,7 @@ class AssembledWindow:
 def assemble_window(
     conversation: Conversation,
     history: Sequence[Message],
-    content: str | None,
+    content: str | list[dict[str, Any]] | None,
     user: Message | None,
     model: str,
     policy_override: Mapping[str, Any] | None = None,
@@ -184,7 +184,7 @@ def assemble_window(
 def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
     """POST /conversations/{id}/window: the window a post of `content` would send; no model call, no write."""
 
-    check_content(request.content)
+    check_parts(request.text(), request.parts())
     check_id(conversation_id)
     override = policy_dict(request.window_policy)
     recent = read_history(owner, conversation_id, override)
@@ -195,7 +195,7 @@ def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> di
     window = assemble_window(
         conversation,
         recent.messages,
-        request.content,
+        request.parts() or request.text(),
         None,
         model,
         override,

@@ -40,13 +40,17 @@ def text_of(content: Any, *, field: str) -> str | None:
         if not isinstance(part, Mapping) or part.get("type") not in ("text", "input_text"):
             kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
             raise InvalidInput(
-                f"{field}: content parts of type {kind!r} are not supported yet; send text", field=field
+                f"{field}: content parts of type {kind!r} are taken on user messages only", field=field
             )
         text = part.get("text")
         if not isinstance(text, str):
             raise InvalidInput(f"{field}: a text part needs a string `text`", field=field)
         texts.append(text)
     return "\n".join(texts)
+
+
+def _all_text(parts: Sequence[Any]) -> bool:
+    return all(isinstance(p, Mapping) and p.get("type") in ("text", "input_text") for p in parts)
 
 
 def _calls(calls: Any) -> list[tuple[str, str, str]]:
@@ -61,6 +65,8 @@ def _same(sent: Mapping[str, Any], stored: Message) -> bool:
     """A message the client sent equals a stored one (role, text, tool calls, the call it answers)."""
     if sent["role"] != stored.role:
         return False
+    if isinstance(sent.get("content"), list):
+        return bool(sent["content"] == (stored.parts or None))
     text = sent.get("content") or sent.get("refusal") or ""
     if text != (stored.content or stored.refusal or ""):
         return False
@@ -102,7 +108,10 @@ def split_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, lis
             raise InvalidInput(
                 f"messages[{index + offset}]: system and developer messages must come first", field="messages"
             )
-        message["content"] = text_of(message.get("content"), field=f"messages[{index + offset}]")
+        content = message.get("content")
+        if message["role"] == "user" and isinstance(content, list) and not _all_text(content):
+            continue  # API-15: a user's image, audio or file parts are kept as sent
+        message["content"] = text_of(content, field=f"messages[{index + offset}]")
     if not rest:
         raise InvalidInput("messages needs a user message or tool results", field="messages")
     return ("\n\n".join(system) or None), rest

@@ -16,7 +16,7 @@ from chat_core.chat import recording
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import assemble_window
 from chat_core.chat.deadlines import store_deadline
-from chat_core.chat.rules import check_content, check_id
+from chat_core.chat.rules import check_id, check_parts
 from chat_core.chat.turns import append_to_conversation, start_conversation
 from chat_core.chat.views import PostOutcome, post_body
 from chat_core.engine import tool_pairing
@@ -59,7 +59,7 @@ def post_message(
 
     settings = get_settings()
     if request.content is not None:
-        check_content(request.content, settings)
+        check_parts(request.text() or "", request.parts(), settings)
     recorded = request.recorded()
     tool_pairing.check_sizes(recorded)
     if request.conversation_id is not None:
@@ -213,7 +213,7 @@ def _post(
     window = assemble_window(
         turn.conversation,
         turn.history,
-        request.content,
+        request.parts() or request.text(),
         turn.user,
         turn.model,
         summary=turn.summary,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from chat_core.engine.turnlog import TurnState
-from chat_core.errors import ConversationNotFound, InvalidInput, MessageTooLong
+from chat_core.errors import ConversationNotFound, InvalidInput, MessageTooLong, PayloadTooLarge
 from chat_core.settings import Settings, get_settings
 from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import is_valid_id
@@ -28,6 +29,41 @@ def check_content(content: str, settings: Settings | None = None) -> str:
     if not content:
         raise InvalidInput("content must not be empty", field="content")
     return content
+
+
+#: API-15: content parts are stored with their message (one DynamoDB item, 400 KB at most): their JSON may
+#: take this much; a larger image or file goes by URL.
+MAX_PARTS_BYTES = 256 * 1024
+_URL_SCHEMES = ("https://", "http://", "data:")
+
+
+def check_parts(
+    text: str, parts: Sequence[Mapping[str, Any]] | None, settings: Settings | None = None
+) -> None:
+    """API-3 and API-15 before any I/O: the text within its limit (it may be empty when there are other
+    parts), at least one part, image URLs http(s) or data:, all parts within MAX_PARTS_BYTES."""
+    if parts is None:
+        check_content(text, settings)
+        return
+    if not parts:
+        raise InvalidInput("content must not be an empty list", field="content")
+    if text or all(part.get("type") == "text" for part in parts):
+        check_content(text, settings)
+    for index, part in enumerate(parts):
+        url = (part.get("image_url") or {}).get("url") if part.get("type") == "image_url" else None
+        if url is not None and not url.startswith(_URL_SCHEMES):
+            raise InvalidInput(
+                f"content[{index}].image_url.url must be an http(s) or data: URL", field="content"
+            )
+    size = len(json.dumps(list(parts), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_PARTS_BYTES:
+        raise PayloadTooLarge(
+            f"content parts take {size} bytes; at most {MAX_PARTS_BYTES} are stored with a message: send "
+            "large images and files by URL (uploads to S3 are not available yet)",
+            field="content",
+            size=size,
+            limit=MAX_PARTS_BYTES,
+        )
 
 
 def check_id(conversation_id: str) -> str:

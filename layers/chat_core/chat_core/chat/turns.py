@@ -69,7 +69,10 @@ class Turn:
         )
 
 
-def _user_message(owner: str, conversation_id: str, seq: int, content: str, model: str) -> Message:
+def _user_message(owner: str, conversation_id: str, seq: int, request: PostMessageIn, model: str) -> Message:
+    """The user's message: its text as `content`, its content parts (API-15) as sent, counted once (TOK-5;
+    parts other than text at a flat NON_TEXT_PART_TOKENS each)."""
+    content, parts = request.text() or "", request.parts()
     return Message.new(
         owner,
         conversation_id,
@@ -77,9 +80,10 @@ def _user_message(owner: str, conversation_id: str, seq: int, content: str, mode
         message_id=store.message_id_for(seq),
         role="user",
         content=content,
+        parts=parts,
         status="ok",
         created_at=now_iso(),
-        tokens=count_message({"role": "user", "content": content}, model),
+        tokens=count_message({"role": "user", "content": parts or content}, model),
     )
 
 
@@ -134,8 +138,8 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
     recorded_in = request.recorded()
     names = tool_pairing.pair_results(recorded_in, [])
     recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
-    user = _user_message(owner, conversation_id, 1 + len(recorded), request.content, model)
-    title = title_from(request.content)
+    user = _user_message(owner, conversation_id, 1 + len(recorded), request, model)
+    title = title_from(request.text() or "")
     conversation = Conversation.new(
         owner,
         conversation_id,
@@ -147,7 +151,7 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
     )
     started = session_start(conversation, settings)
     recorder = TurnRecorder.new(1)
-    recorder.turn_start(request.content, tokens=int(user.tokens), message_id=user.message_id)
+    recorder.turn_start(request.text() or "", tokens=int(user.tokens), message_id=user.message_id)
     _record_client_steps(recorder, recorded_in, recorded)
     events = [started, *recorder.take_events()]
     store.create_with_first_message(conversation, user, recorded=recorded, events=events)
@@ -236,7 +240,7 @@ def append_to_conversation(
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
         if request.content is not None:
-            user = _user_message(owner, conversation_id, seq + len(recorded), request.content, model)
+            user = _user_message(owner, conversation_id, seq + len(recorded), request, model)
         turn_number: int | None = None
         if state is not None and pending:
             recorder = TurnRecorder.resume(state)
@@ -328,7 +332,7 @@ def _reserve_turn(
             time.sleep(pause)
             continue
         recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
-        user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request.content, model)
+        user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request, model)
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
         _record_client_steps(recorder, recorded_in, recorded)

@@ -72,6 +72,9 @@ def message_view(message: Message) -> dict[str, Any]:
         view["tool_call_id"] = message.tool_call_id
         if message.name:
             view["name"] = message.name
+    if message.parts:
+        # API-15: the content parts as sent; `content` is their text.
+        view["content_parts"] = list(message.parts)
     if message.pinned:
         view["pinned"] = True
     if message.role == "assistant":

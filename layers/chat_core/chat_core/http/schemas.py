@@ -232,6 +232,53 @@ class ToolMessageIn(_Strict):
 RecordedMessageIn = Annotated[AssistantMessageIn | ToolMessageIn, Field(discriminator="role")]
 
 
+class TextPartIn(_Strict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrlIn(_Strict):
+    #: An http(s) URL, or a `data:` URL within the parts' size cap (API-15).
+    url: Annotated[str, StringConstraints(min_length=1)]
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class ImagePartIn(_Strict):
+    type: Literal["image_url"]
+    image_url: ImageUrlIn
+
+
+class InputAudioIn(_Strict):
+    data: str  # base64
+    format: Literal["wav", "mp3"]
+
+
+class AudioPartIn(_Strict):
+    type: Literal["input_audio"]
+    input_audio: InputAudioIn
+
+
+class FileIn(_Strict):
+    file_id: str | None = None
+    file_data: str | None = None  # base64, or a data URL
+    filename: str | None = Field(default=None, max_length=255)
+
+    @model_validator(mode="after")
+    def _names_a_file(self) -> FileIn:
+        if not self.file_id and not self.file_data:
+            raise ValueError("a file part needs file_id or file_data")
+        return self
+
+
+class FilePartIn(_Strict):
+    type: Literal["file"]
+    file: FileIn
+
+
+#: API-15: one part of a user message's content (Chat Completions format).
+ContentPartIn = Annotated[TextPartIn | ImagePartIn | AudioPartIn | FilePartIn, Field(discriminator="type")]
+
+
 class PostMessageIn(ModelSettingsIn):
     """POST /messages: no conversation_id creates the conversation on this first message (API-1).
 
@@ -242,10 +289,19 @@ class PostMessageIn(ModelSettingsIn):
     """
 
     conversation_id: ConversationId | None = None
-    #: Checked by chat_core before any I/O: 1..5000 characters, else 422 message_too_long (API-3).
-    content: str | None = None
+    #: Checked by chat_core before any I/O: 1..5000 characters, else 422 message_too_long (API-3); or a
+    #: list of content parts (API-15) whose text is held to the same limit.
+    content: str | list[ContentPartIn] | None = Field(default=None)
     model: ModelName | None = None
     messages: list[RecordedMessageIn] | None = Field(default=None, min_length=1, max_length=30)
+
+    def text(self) -> str | None:
+        """The content's text: the string, or the text parts joined by newlines (None without content)."""
+        return content_text(self.content)
+
+    def parts(self) -> list[dict[str, Any]] | None:
+        """The content parts as sent (API-15), or None for plain text content."""
+        return content_parts(self.content)
 
     @model_validator(mode="after")
     def _something_to_post(self) -> PostMessageIn:
@@ -260,6 +316,18 @@ class PostMessageIn(ModelSettingsIn):
         return [m.model_dump(exclude_none=True) for m in self.messages or []]
 
 
+def content_text(content: str | list[Any] | None) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content if isinstance(part, TextPartIn))
+
+
+def content_parts(content: str | list[Any] | None) -> list[dict[str, Any]] | None:
+    if content is None or isinstance(content, str):
+        return None
+    return [part.model_dump(mode="json", exclude_none=True) for part in content]
+
+
 class PinMessageIn(_Strict):
     """PATCH /conversations/{id}/messages/{message_id}: pin (keep in every window) or unpin."""
 
@@ -270,7 +338,14 @@ class BuildWindowIn(ModelSettingsIn):
     """POST /conversations/{id}/window: the prospective message, optionally under another policy and
     with the settings a post would send (tools are counted in the window, the reply size kept free)."""
 
-    #: Checked by chat_core before any I/O: 1..5000 characters, else 422 message_too_long (API-3).
-    content: str
+    #: Checked by chat_core before any I/O: 1..5000 characters, else 422 message_too_long (API-3); or
+    #: content parts (API-15).
+    content: str | list[ContentPartIn]
     model: ModelName | None = None
     window_policy: WindowPolicyIn | None = None
+
+    def text(self) -> str:
+        return content_text(self.content) or ""
+
+    def parts(self) -> list[dict[str, Any]] | None:
+        return content_parts(self.content)

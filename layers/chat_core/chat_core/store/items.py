@@ -107,6 +107,9 @@ class Message(TableItem, discriminator="message"):
     seq = NumberAttribute()
     role = UnicodeAttribute()
     content = UnicodeAttribute(null=True)
+    #: API-15: a user message's content parts as sent (text, image_url, input_audio, file); `content`
+    #: holds their text.
+    parts = JSONAttribute(null=True)
     status = UnicodeAttribute(default="ok")
     created_at = UnicodeAttribute()
     tokens = NumberAttribute(default=0)
