@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -12,18 +10,19 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import post
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import PostMessageIn
+from chat_core.http.sink import StreamSink
 from chat_core.http.statuses import post_status
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()
-# The chunk sink of the invocation being resolved, when it came through `stream_handler`.
-_streaming = threading.local()
+# Where the chunks of a streamed answer go, when the invocation came through `stream_handler`.
+sink = StreamSink()
 
 
 @app.post("/messages")
 def post_message(body: PostMessageIn) -> Response[Any]:
     accept = app.current_event.headers.get("accept") or ""
-    emit = getattr(_streaming, "emit", None) if "text/event-stream" in accept else None
+    emit = sink.emit if "text/event-stream" in accept else None
     outcome = post.post_message(
         caller(app),
         body,
@@ -41,20 +40,13 @@ def post_message(body: PostMessageIn) -> Response[Any]:
     return json_response(status, outcome.body, headers)
 
 
-def stream_handler(
-    event: dict[str, Any], context: LambdaContext, emit: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
-    """The streaming entry (API-14): like `lambda_handler`; with `Accept: text/event-stream` the model's
-    chunks go to `emit` as they arrive, then the stored turn (`"object": "chat.turn"`)."""
-    _streaming.emit = emit
-    try:
-        return lambda_handler(event, context)
-    finally:
-        _streaming.emit = None
-
-
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+#: The streaming entry (API-14): like `lambda_handler`, and the answer's chunks go to `emit` as they
+#: are produced. The local server calls it; deployed, functions/stream_chat serves the same routes.
+stream_handler = sink.entry(lambda_handler)

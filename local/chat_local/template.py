@@ -451,6 +451,10 @@ def load_template(
         if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
             warnings.append(f"{logical_id}: no local CodeUri/Handler (image or inline code); not served")
             continue
+        if handler.endswith(".sh"):
+            # A web app the Lambda Web Adapter starts (the streaming function): the local server streams
+            # the same routes through the handlers' streaming entries instead.
+            continue
         env_raw = dict(((globals_fn.get("Environment") or {}).get("Variables")) or {})
         env_raw.update(((props.get("Environment") or {}).get("Variables")) or {})
         environment = {}

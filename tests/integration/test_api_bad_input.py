@@ -41,7 +41,8 @@ BAD_POST: dict[str, dict[str, Any]] = {
     "content_missing": {"body": {"model": "gpt-4o"}},
     "content_null": {"body": {"content": None}},
     "content_number": {"body": {"content": 42}},
-    "content_list": {"body": {"content": [{"type": "text", "text": "hi"}]}},
+    # (a list of content parts is valid, API-15; a part without its text is not)
+    "content_part_without_text": {"body": {"content": [{"type": "text"}]}},
     "content_empty": {"body": {"content": ""}},
     "content_too_long": {"body": {"content": "x" * 5001}},
     "content_huge": {"body": {"content": "x" * 300_000}},

@@ -58,6 +58,9 @@ LONG_MODULES = {
     # The model client: one attempt loop (retries, time budget, failure records) for whole and streamed
     # answers; the stream's event reading and folding live in llm.streaming.
     "llm.client": 560,
+    # The HTTP edge every handler shares: the resolver (per-thread event), identity, direct invocation,
+    # body limits and the one mapping of every error to a response, in both shapes (ours and OpenAI's).
+    "http.api": 560,
     # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
     "store.dialogues": 660,
 }

@@ -407,15 +407,28 @@ def _request_id(app: APIGatewayHttpResolver) -> str | None:
     return request_id if isinstance(request_id, str) else None
 
 
+#: Segments pydantic adds to an error's location for the branch of a union it tried ("str",
+#: "list[tagged-union[...]]"): they name no field of the request, so they are left out.
+_BRANCH_NAMES = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+
+
 def _where(loc: Any) -> str:
     parts = [str(part) for part in (loc if isinstance(loc, list | tuple) else [loc])]
+    parts = [part for part in parts if "[" not in part and part not in _BRANCH_NAMES]
     return ".".join(parts) or "request"
 
 
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
-    details = []
-    for error in exc.errors()[:_MAX_REPORTED_ERRORS]:
-        details.append({"field": _where(error.get("loc")), "problem": str(error.get("msg", "invalid"))})
+    details: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for error in exc.errors():
+        field = _where(error.get("loc"))
+        if field in seen:
+            continue  # one problem per field: a union's branches each report theirs
+        seen.add(field)
+        details.append({"field": field, "problem": str(error.get("msg", "invalid"))})
+        if len(details) == _MAX_REPORTED_ERRORS:
+            break
     return details
 
 

@@ -744,6 +744,12 @@ def update_conversation(
             attribute = getattr(Conversation, name)
             value = changes[name]
             actions.append(attribute.remove() if value is None else attribute.set(value))
+    _update_live(target, actions, conversation_id)
+    return target
+
+
+def _update_live(target: Conversation, actions: list[Action], conversation_id: str) -> None:
+    """One UpdateItem of a conversation that exists and is not deleted (404 otherwise)."""
     try:
         target.update(
             actions=actions, condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
@@ -754,7 +760,6 @@ def update_conversation(
         raise base.store_error(exc) from exc
     except (ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
-    return target
 
 
 def soft_delete(
@@ -781,11 +786,4 @@ def soft_delete(
                 raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
             raise StoreUnavailable("the conversation is busy; retry the request") from exc
         return
-    try:
-        target.update(actions=actions, condition=condition)
-    except PynamoDBException as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
-            raise ConversationNotFound("conversation not found", conversation_id=conversation_id) from exc
-        raise base.store_error(exc) from exc
-    except (ClientError, BotoCoreError) as exc:
-        raise base.store_error(exc) from exc
+    _update_live(target, actions, conversation_id)

@@ -1,0 +1,110 @@
+"""The routes whose answers stream (API-14) outside an API Gateway resolver: what the streaming function
+behind a function URL serves (`functions/stream_chat`), with the same models, rules and error shapes as
+the resolver-based handlers of the same routes.
+
+`serve` answers one request: chunks go to `emit` as the model produces them (the caller writes them as
+Server-Sent Events); the returned answer is the response when nothing was streamed (an error, a JSON
+answer), or `streamed=True` when the chunks went out and only the stream's end remains to be written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from chat_core.chat import post
+from chat_core.errors import ChatError, InvalidInput
+from chat_core.http.api import MAX_IDEMPOTENCY_KEY_CHARS, error_body, openai_error_body, openai_status
+from chat_core.http.openai import CONVERSATION_HEADER, ChatCompletionIn, chat_completion
+from chat_core.http.schemas import PostMessageIn
+from chat_core.http.statuses import post_status, status_for
+
+Emit = Callable[[dict[str, Any]], None]
+COMPLETIONS: Final = "/v1/chat/completions"
+MESSAGES: Final = "/messages"
+ROUTES: Final = (COMPLETIONS, MESSAGES)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    streamed: bool = False
+
+
+def _error(path: str, status: int, code: str, message: str, param: str | None = None) -> Answer:
+    if path == COMPLETIONS:
+        status = openai_status(status)
+        return Answer(status, openai_error_body(status, code, message, param))
+    return Answer(status, error_body(code, message))
+
+
+def _validated(model: Any, body: bytes) -> Any:
+    try:
+        return model.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if "[" not in str(p)) or "body"
+        raise InvalidInput(f"invalid request: {where}: {first.get('msg', 'invalid')}", field=where) from exc
+
+
+def _idempotency_key(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("idempotency-key")
+    if value is not None and (not value or len(value) > MAX_IDEMPOTENCY_KEY_CHARS or not value.isprintable()):
+        raise InvalidInput(
+            f"Idempotency-Key must be 1..{MAX_IDEMPOTENCY_KEY_CHARS} printable characters",
+            field="Idempotency-Key",
+        )
+    return value
+
+
+def serve(
+    path: str, owner: str, headers: Mapping[str, str], body: bytes, emit: Emit, context: Any = None
+) -> Answer:
+    """One POST to a streaming route by `owner` (already authenticated); `headers` with lower-case names."""
+    if path not in ROUTES:
+        return _error(path, 404, "route_not_found", f"no route for POST {path}")
+    try:
+        if path == COMPLETIONS:
+            request = _validated(ChatCompletionIn, body)
+            answer = chat_completion(
+                owner,
+                request,
+                conversation_header=headers.get(CONVERSATION_HEADER.lower()),
+                idempotency_key=_idempotency_key(headers),
+                context=context,
+                emit=emit if request.stream else None,
+            )
+            return Answer(
+                answer.status,
+                answer.body,
+                answer.headers,
+                streamed=bool(request.stream) and answer.status == 200,
+            )
+        message = _validated(PostMessageIn, body)
+        wants = "text/event-stream" in headers.get("accept", "")
+        outcome = post.post_message(
+            owner,
+            message,
+            idempotency_key=_idempotency_key(headers),
+            context=context,
+            on_chunk=emit if wants else None,
+        )
+        status = post_status(outcome)
+        if wants and outcome.body.get("assistant_message") is not None and status != 502:
+            emit({"object": "chat.turn", "status": status, **outcome.body})
+            return Answer(200, streamed=True)
+        return Answer(status, outcome.body)
+    except ChatError as exc:
+        field_name = exc.details.get("field")
+        return _error(path, status_for(exc), exc.code, exc.message, str(field_name) if field_name else None)
+
+
+def sse(chunk: Mapping[str, Any]) -> bytes:
+    """One Server-Sent Event carrying `chunk` as JSON."""
+    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\n"
