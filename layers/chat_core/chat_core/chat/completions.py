@@ -127,6 +127,11 @@ class TurnPlan:
     recorded: list[dict[str, Any]]
     received: int  # messages the request carried after the system prompt
     new: int  # of which new
+    #: A system prompt to store before the post (new, or changed from the stored one).
+    system_prompt: str | None = None
+    title: str | None = None
+    #: The stored conversation's model (its system prompt is counted for it).
+    model: str | None = None
 
 
 def _as_post(new: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -154,20 +159,14 @@ def _as_post(new: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[dict[st
     return content, kept
 
 
-def plan_turn(
-    owner: str,
-    messages: Sequence[Mapping[str, Any]],
-    model: str,
-    conversation_id: str | None,
-    *,
-    create: bool = False,
-) -> TurnPlan:
+def plan_turn(owner: str, messages: Sequence[Mapping[str, Any]], conversation_id: str | None) -> TurnPlan:
     """The turn a request makes (API-13): the tail rule against the stored messages (one Query, only
-    when the request carries more than one message for an existing conversation); the request's system
-    prompt becomes the conversation's (counted once, TOK-5). With `create` a new conversation is made
-    here rather than by the post (a stream names its conversation before the model answers)."""
+    when the request carries more than one message, or a system prompt, for an existing conversation).
+    Nothing is written here: `open_conversation` does, once the turn has passed its checks."""
     system, sent = split_system(messages)
     new: Sequence[Mapping[str, Any]] = sent
+    new_system: str | None = None
+    stored_model: str | None = None
     if conversation_id is not None:
         check_id(conversation_id)
         if len(sent) > 1 or system is not None:
@@ -179,16 +178,45 @@ def plan_turn(
                 raise not_found(conversation_id)
             new = new_messages(sent, recent.messages)
             if system is not None and system != conversation.system_prompt:
-                tokens = count_message({"role": "system", "content": system}, conversation.model)
-                store.update_conversation(
-                    owner, conversation_id, {"system_prompt": system, "system_tokens": tokens}, now_iso()
-                )
-    elif system is not None or create:
-        title = next((str(m.get("content") or "") for m in sent if m["role"] == "user"), "")
-        created = new_conversation(owner, model=model, system_prompt=system, title=title_from(title))
-        conversation_id = created.conversation_id
+                new_system, stored_model = system, conversation.model
+    else:
+        new_system = system
     content, recorded = _as_post(new)
-    return TurnPlan(conversation_id, content, recorded, received=len(sent), new=len(new))
+    first_user = next(
+        (
+            str(m.get("content") or "")
+            for m in sent
+            if m["role"] == "user" and isinstance(m.get("content"), str)
+        ),
+        "",
+    )
+    return TurnPlan(
+        conversation_id,
+        content,
+        recorded,
+        received=len(sent),
+        new=len(new),
+        system_prompt=new_system,
+        title=title_from(first_user),
+        model=stored_model,
+    )
+
+
+def open_conversation(owner: str, plan: TurnPlan, model: str, *, create: bool) -> str | None:
+    """The plan's writes before its post: the request's system prompt becomes the conversation's
+    (counted once, TOK-5), on a new conversation made here when there is one or when `create` (a
+    stream names its conversation before the model answers). The conversation's id (None: the post
+    creates it)."""
+    if plan.conversation_id is not None:
+        if plan.system_prompt is not None:
+            tokens = count_message({"role": "system", "content": plan.system_prompt}, plan.model or model)
+            changes = {"system_prompt": plan.system_prompt, "system_tokens": tokens}
+            store.update_conversation(owner, plan.conversation_id, changes, now_iso())
+        return plan.conversation_id
+    if plan.system_prompt is None and not create:
+        return None
+    created = new_conversation(owner, model=model, system_prompt=plan.system_prompt, title=plan.title)
+    return created.conversation_id
 
 
 def completion_object(conversation_id: str, reply: Mapping[str, Any]) -> dict[str, Any]:

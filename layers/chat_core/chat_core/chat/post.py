@@ -58,17 +58,7 @@ def post_message(
     """
 
     settings = get_settings()
-    if request.content is not None:
-        check_parts(request.text() or "", request.parts(), settings)
-    recorded = request.recorded()
-    tool_pairing.check_sizes(recorded)
-    if request.conversation_id is not None:
-        check_id(request.conversation_id)
-    else:
-        # A new conversation has no pending tool calls: everything can be checked before any I/O.
-        if request.content is None:
-            raise InvalidInput("content is required to start a conversation", field="content")
-        tool_pairing.pair_results(recorded, [])
+    check_before_io(request, settings, new=request.conversation_id is None)
     if idempotency_key is None:
         try:
             return _post(owner, request, context, settings, provider, on_chunk)
@@ -107,6 +97,21 @@ def post_message(
     if sink:
         return sink[0]
     return _replay(owner, record)
+
+
+def check_before_io(request: PostMessageIn, settings: Settings | None = None, *, new: bool) -> None:
+    """What a post checks before any I/O (API-3, API-5, API-15): content and parts, the recorded tool
+    messages' sizes, the id; on a `new` conversation (no pending tool calls) their pairing too."""
+    if request.content is not None:
+        check_parts(request.text() or "", request.parts(), settings or get_settings())
+    recorded = request.recorded()
+    tool_pairing.check_sizes(recorded)
+    if request.conversation_id is not None:
+        check_id(request.conversation_id)
+    if new:
+        if request.content is None:
+            raise InvalidInput("content is required to start a conversation", field="content")
+        tool_pairing.pair_results(recorded, [])
 
 
 def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:

@@ -98,12 +98,13 @@ def chat_completion(
     """
     if request.stream and emit is None:
         raise InvalidInput(
-            "stream: true is not available on this deployment (the local server streams; see the README)",
+            "stream: true is served by the streaming URL (stack output StreamUrl); this endpoint answers "
+            "whole replies",
             field="stream",
         )
     named = request.conversation_id() or conversation_header
     messages = [m.model_dump(exclude_none=True) for m in request.messages]
-    plan = completions.plan_turn(owner, messages, request.model, named, create=emit is not None)
+    plan = completions.plan_turn(owner, messages, named)
     body: dict[str, Any] = {"model": request.model, **request.settings()}
     if plan.conversation_id is not None:
         body["conversation_id"] = plan.conversation_id
@@ -111,11 +112,22 @@ def chat_completion(
         body["content"] = plan.content
     if plan.recorded:
         body["messages"] = plan.recorded
+    try:
+        turn = PostMessageIn.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "messages"
+        raise InvalidInput(f"messages: {where}: {first.get('msg', 'invalid')}", field="messages") from exc
+    # Everything a post checks before any I/O, before this request writes anything of its own.
+    post.check_before_io(turn, new=plan.conversation_id is None)
+    conversation_id = completions.open_conversation(owner, plan, request.model, create=emit is not None)
+    if conversation_id is not None and turn.conversation_id is None:
+        turn = turn.model_copy(update={"conversation_id": conversation_id})
     sink: Callable[[dict[str, Any]], None] | None = None
     emitted: list[int] = []
     wants_usage = bool((request.stream_options or {}).get("include_usage"))
     if emit is not None:
-        cid, forward = str(plan.conversation_id), emit
+        cid, forward = str(conversation_id), emit
 
         def relay(chunk: dict[str, Any]) -> None:
             if not chunk.get("choices") and not wants_usage:
@@ -125,12 +137,6 @@ def chat_completion(
 
         sink = relay
 
-    try:
-        turn = PostMessageIn.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "messages"
-        raise InvalidInput(f"messages: {where}: {first.get('msg', 'invalid')}", field="messages") from exc
     outcome = post.post_message(
         owner, turn, idempotency_key=idempotency_key, context=context, provider=provider, on_chunk=sink
     )
