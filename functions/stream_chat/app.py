@@ -27,6 +27,19 @@ from chat_core.observability import logger
 MAX_BODY_BYTES = 6 * 1024 * 1024
 
 
+class TimeBudget:
+    """The invocation's time, as a Lambda context tells it: the model call and the writes after it are
+    budgeted from it, so a stream ends (stored) before the function's timeout (STREAM_BUDGET_SECONDS,
+    below the template's Timeout)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.ends = time.monotonic() + seconds
+        self.aws_request_id = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.ends - time.monotonic()) * 1000))
+
+
 class StreamHandler(BaseHTTPRequestHandler):
     server: StreamServer
     protocol_version = "HTTP/1.1"
@@ -89,7 +102,9 @@ class StreamHandler(BaseHTTPRequestHandler):
             write(sse(chunk))
 
         started = time.monotonic()
-        answer = serve(path, owner, headers, body, emit)
+        budget = TimeBudget(float(os.environ.get("STREAM_BUDGET_SECONDS", "280")))
+        budget.aws_request_id = headers.get("x-amzn-request-id", "")
+        answer = serve(path, owner, headers, body, emit, context=budget)
         if opened:
             try:
                 write(b"data: [DONE]\n\n")

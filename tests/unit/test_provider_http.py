@@ -533,3 +533,26 @@ def test_a_message_without_a_role_is_refused_before_any_request(standin: OpenAIS
     with pytest.raises(ValueError, match="message 1"):
         make_provider(standin).complete([{"role": "user", "content": "a"}, {"content": "b"}], model="m")
     assert standin.completion_requests == []
+
+
+def test_api14_a_stream_longer_than_one_attempts_timeout_is_not_cut(standin: OpenAIStandin) -> None:
+    """A streamed reply may outlast LLM_TIMEOUT_SECONDS (it bounds the wait between chunks, not the
+    stream): the whole reply arrives, every chunk handed over as it came."""
+    # Given a model that streams for longer than the attempt timeout, pausing less than it per chunk
+    standin.configure(chunk_delay=0.25)
+    provider = make_provider(standin, llm_timeout_seconds=1.5, llm_max_retries=0)
+    chunks: list[dict[str, Any]] = []
+    started = time.monotonic()
+    # When the model is asked for a stream
+    completion = provider.complete(
+        [{"role": "user", "content": "one two three four five six seven eight nine ten"}],
+        model="m",
+        on_chunk=chunks.append,
+    )
+    # Then the stream ran past the attempt timeout and the reply is whole
+    assert time.monotonic() - started > 1.5
+    assert completion.interrupted is None
+    assert completion.finish_reason == "stop"
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
+    assert text == completion.content
+    assert completion.content.startswith("Stand-in reply")

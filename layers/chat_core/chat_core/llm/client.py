@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -326,9 +327,9 @@ class OpenAICompatibleProvider:
         the answer folded into the body a non-streamed answer has. An error status, or a provider that
         answers without streaming, is read as a whole (`_send`'s rules)."""
         client = self._client if self._client is not None else _http_client()
-        attempt_deadline = time.monotonic() + attempt_timeout
-        if deadline is not None:
-            attempt_deadline = min(attempt_deadline, deadline)
+        # A stream may run as long as the caller's whole budget (a long reply through a function URL
+        # outlasts one attempt's timeout); a stalled one is caught by the read timeout between chunks.
+        attempt_deadline = deadline if deadline is not None else math.inf
         limit = max(1, self.settings.llm_max_response_bytes)
         stream_headers = {**headers, "Accept": "text/event-stream"}
         folded = StreamAccumulator()
