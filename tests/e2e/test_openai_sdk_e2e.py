@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +18,8 @@ from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "provider_responses"
 
 WEATHER = {
     "type": "function",
@@ -401,3 +404,24 @@ def test_an_image_part_from_the_sdk_reaches_the_model_and_is_stored(
     user = stored(api, answer.model_extra["conversation"])[0]
     assert user["content_parts"] == parts
     assert user["content"] == "What is this?"
+
+
+def test_a_provider_that_does_not_stream_still_gives_a_streaming_client_its_chunks(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """API-14: a model that answers `stream: true` with one whole JSON body (two parallel tool calls,
+    recorded from the provider): the client still gets a stream the SDK parses, then [DONE]."""
+    canned = json.loads((FIXTURES / "tool_calls_detailed_usage.json").read_text(encoding="utf-8"))
+    model.configure(mode="canned", canned=canned)
+    chunks = list(
+        client.chat.completions.create(
+            model="standin-model", messages=[{"role": "user", "content": "weather and time?"}], stream=True
+        )
+    )
+    calls = [c for chunk in chunks for choice in chunk.choices for c in (choice.delta.tool_calls or [])]
+    assert [(c.index, c.function.name) for c in calls] == [(0, "get_weather"), (1, "get_time")]  # type: ignore[union-attr]
+    finishes = [ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason]
+    assert finishes == ["tool_calls"]
+    conversation_id = chunks[0].model_extra["conversation"]  # type: ignore[index]
+    stored_calls = stored(api, conversation_id)[-1]["tool_calls"]
+    assert stored_calls == canned["choices"][0]["message"]["tool_calls"]

@@ -190,7 +190,11 @@ class OpenAICompatibleProvider:
                     received = self._send_stream(payload, headers, attempt_timeout, deadline, on_chunk)
                 completion = self._parse(received, model)
             except StreamStopped as stopped:
-                partial = self._parse(stopped.received, model)
+                try:
+                    partial = self._parse(stopped.received, model)
+                except _AttemptFailed:  # what arrived does not read as an answer: keep nothing of it
+                    empty = json.dumps(StreamAccumulator().body()).encode("utf-8")
+                    partial = self._parse(_Received(200, httpx.Headers(), empty, False), model)
                 latency = round((time.monotonic() - started) * 1000, 1)
                 raise StreamInterrupted(
                     stopped.reason,
