@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -280,8 +280,10 @@ class Snapshotter:
         *,
         change_counter: Callable[[], int],
         interval_s: float = 2.0,
+        after_save: Sequence[Callable[[], None]] = (),
     ) -> None:
         self.client = client
+        self._after_save = tuple(after_save)
         self.table = table
         self.path = path
         self.interval_s = interval_s
@@ -303,6 +305,8 @@ class Snapshotter:
                 log.error("snapshot of %s to %s failed: %s", self.table, self.path, exc)
                 return False
             self._saved_at_change = seen
+            for save in self._after_save:
+                save()  # the buckets' mirrors (chat_local.s3), which never raise
             return True
 
     def _run(self) -> None:

@@ -52,6 +52,7 @@ from chat_local.lambda_runtime import (
     apply_function_environment,
 )
 from chat_local.openapi import build_openapi, swagger_page
+from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
 from chat_local.template import LOCAL_ACCOUNT_ID, Template, TemplateError, load_template
@@ -60,6 +61,7 @@ log = logging.getLogger("chat_local.server")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_FILE = "dynamodb.json"
+S3_DIR = "s3"
 _INVOKE_PREFIX = "/2015-03-31/functions/"
 _QUEUE_PREFIX = "/_local/queues/"
 
@@ -186,6 +188,13 @@ class LocalApi:
                     "AWS_ENDPOINT_URL": self.endpoint,
                 }
             )
+        if template.buckets and self.embedded is None and not user_env.get("BLOB_BUCKET"):
+            # S3 runs in the embedded store only: without it, content parts stay inline (API-17).
+            forced["BLOB_BUCKET"] = ""
+            self.warnings.append(
+                "S3 buckets exist only with the embedded store: content parts are stored inline "
+                "(256 KiB a message) unless you export BLOB_BUCKET (a real bucket, with credentials)"
+            )
         forced.update(
             {
                 "DYNAMODB_ENDPOINT": self.endpoint,
@@ -212,15 +221,19 @@ class LocalApi:
         self.created_table = status.created
         self.warnings.extend(status.warnings)
         snapshot_path = cfg.resolved_data_dir / SNAPSHOT_FILE
+        mirrors = self._start_buckets()
         if self.embedded is not None and cfg.persist:
             items = read_snapshot(snapshot_path)
             self.restored = restore_items(client, table.name, items)
+            for mirror in mirrors:
+                mirror.restore()
             self.snapshotter = Snapshotter(
                 client,
                 table.name,
                 snapshot_path,
                 change_counter=lambda: self.embedded.write_count if self.embedded else 0,
                 interval_s=cfg.snapshot_interval_s,
+                after_save=[mirror.save for mirror in mirrors],
             ).start()
         if table.ttl_attribute and cfg.ttl_sweep_interval_s > 0 and is_loopback(self.endpoint):
             self.sweeper = TtlSweeper(
@@ -300,6 +313,16 @@ class LocalApi:
 
     def _log_stream_invocation(self, name: str, count: int, status: str, ms: float) -> None:
         self.request_log.event("STREAM", name, f"{count} record(s) {status}", ms)
+
+    def _start_buckets(self) -> list[BucketMirror]:
+        """The template's buckets in the embedded store, each with its mirror in the data directory."""
+        assert self.template is not None
+        if not self.template.buckets or self.embedded is None:
+            return []
+        client = s3_client(self.endpoint, self.config.region)
+        create_buckets(client, self.template.buckets.values(), self.config.region)
+        root = self.config.resolved_data_dir / S3_DIR
+        return [BucketMirror(client, name, root / name) for name in self.template.buckets.values()]
 
     def _start_queues(self) -> None:
         assert self.template is not None

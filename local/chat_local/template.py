@@ -178,6 +178,8 @@ class Template:
     warnings: tuple[str, ...] = ()
     queues: Mapping[str, QueueSpec] = field(default_factory=dict)
     queue_subscriptions: tuple[QueueSubscription, ...] = ()
+    #: AWS::S3::Bucket logical id -> its local name (created in the embedded store)
+    buckets: Mapping[str, str] = field(default_factory=dict)
 
     def table_for_env(self) -> TableSpec | None:
         """The table the functions' TABLE_NAME points at (the only table in this project)."""
@@ -424,6 +426,15 @@ def load_template(
         lid: _queue_spec(lid, resolver.resolve(r.get("Properties") or {}), attributes)
         for lid, r in raw_queues.items()
     }
+    buckets: dict[str, str] = {}
+    for logical_id, resource in resources.items():
+        if resource.get("Type") != "AWS::S3::Bucket":
+            continue
+        props = resource.get("Properties") or {}
+        explicit = resolver.resolve(props.get("BucketName")) if props.get("BucketName") else None
+        name = str(explicit) if explicit else f"{LOCAL_STACK_NAME}-{logical_id.lower()}"
+        buckets[logical_id] = refs[logical_id] = name
+        attributes[(logical_id, "Arn")] = f"arn:aws:s3:::{name}"
     for logical_id, resource in resources.items():
         rtype = resource.get("Type", "")
         if logical_id in refs:
@@ -548,6 +559,7 @@ def load_template(
         tuple(warnings),
         queues,
         tuple(queue_subscriptions),
+        buckets,
     )
 
 

@@ -40,6 +40,10 @@ class Settings:
     region: str = "us-east-1"
     dynamodb_endpoint: str | None = None
     retention_days: int = 30
+    #: API-17: the S3 bucket for large content parts (BLOB_BUCKET; none: parts stay inline, 256 KiB at most)
+    blob_bucket: str | None = None
+    blob_inline_bytes: int = 16_384
+    blob_url_seconds: int = 900
     # model provider
     llm_base_url: str | None = None
     llm_api_key: str | None = None
@@ -97,6 +101,9 @@ def get_settings() -> Settings:
         region=_str("AWS_REGION", _str("AWS_DEFAULT_REGION", "us-east-1")),
         dynamodb_endpoint=_str("DYNAMODB_ENDPOINT") or None,
         retention_days=_int("RETENTION_DAYS", 30),
+        blob_bucket=_str("BLOB_BUCKET") or None,
+        blob_inline_bytes=max(1024, _int("BLOB_INLINE_BYTES", 16_384)),
+        blob_url_seconds=min(max(60, _int("BLOB_URL_SECONDS", 900)), 604_800),
         llm_base_url=_str("LLM_BASE_URL").rstrip("/") or None,
         llm_api_key=_str("LLM_API_KEY") or None,
         llm_api_key_parameter=_str("LLM_API_KEY_PARAMETER") or None,

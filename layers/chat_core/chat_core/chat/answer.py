@@ -6,14 +6,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from chat_core.chat import deadlines
+from chat_core.chat import attachments, deadlines
 from chat_core.chat.policy import count_message
 from chat_core.chat.rules import now_iso
 from chat_core.chat.turns import Turn, conversation_tokens
 from chat_core.engine import tokens
 from chat_core.engine.turnlog import Tokens
 from chat_core.engine.window import WindowResult
-from chat_core.errors import ProviderFailed
+from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.llm.completion import (
     ChatProvider,
     ChunkSink,
@@ -33,20 +33,31 @@ def ask_model(
     context: Any,
     options: Mapping[str, Any] | None = None,
     on_chunk: ChunkSink | None = None,
+    *,
+    conversation: tuple[str, str] | None = None,
 ) -> tuple[Completion | None, ProviderFailed | None]:
     """The model's answer to the window with the turn's settings (API-11), or its failure (not raised:
     a failed call is a turn too). With `on_chunk` the answer streams (API-14); a stream that stops part
-    way is an answer too: what arrived, marked `interrupted`."""
+    way is an answer too: what arrived, marked `interrupted`. Content parts kept in S3 are read back
+    first (API-17; `conversation` is their (owner, conversation id)); if they cannot be, the model is
+    not asked and the turn fails saying so."""
+    messages: Any = window.messages
+    if conversation is not None:
+        try:
+            messages = attachments.restore_messages(*conversation, window.messages)
+        except StoreUnavailable as exc:
+            logger.warning("attachment unavailable; the model was not asked", error=exc.message)
+            return None, ProviderFailed(
+                f"the model was not asked: {exc.message}", kind="attachment_unavailable"
+            )
     budget = time_budget_from_context(context, safety_margin_s=deadlines.STORE_MARGIN_S)
     started = time.monotonic()
     try:
         if on_chunk is None:
-            completion = provider.complete(
-                window.messages, model=model, time_budget_s=budget, options=options
-            )
+            completion = provider.complete(messages, model=model, time_budget_s=budget, options=options)
         else:
             completion = provider.complete(
-                window.messages, model=model, time_budget_s=budget, options=options, on_chunk=on_chunk
+                messages, model=model, time_budget_s=budget, options=options, on_chunk=on_chunk
             )
     except StreamInterrupted as exc:
         metrics.add_metric(name="StreamsInterrupted", unit=MetricUnit.Count, value=1)

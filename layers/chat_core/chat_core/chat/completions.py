@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from chat_core.chat import attachments
 from chat_core.chat.create import new_conversation, title_from
 from chat_core.chat.policy import MAX_POLICY_MESSAGES, count_message
 from chat_core.chat.rules import check_id, not_found, now_iso
@@ -66,7 +67,8 @@ def _same(sent: Mapping[str, Any], stored: Message) -> bool:
     if sent["role"] != stored.role:
         return False
     if isinstance(sent.get("content"), list):
-        return bool(sent["content"] == (stored.parts or None))
+        # API-17: a part kept in S3 matches the value it was made from by its digest.
+        return attachments.same_parts(sent["content"], stored.parts or None)
     text = sent.get("content") or sent.get("refusal") or ""
     if text != (stored.content or stored.refusal or ""):
         return False

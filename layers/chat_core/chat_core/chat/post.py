@@ -228,7 +228,13 @@ def _post(
     # A reply too large for its item is stored as an error turn (502) instead (REL).
     completion, failure = recording.cap_reply(
         *ask_model(
-            provider or get_provider(), window.result, turn.model, context, turn.generation.options, on_chunk
+            provider or get_provider(),
+            window.result,
+            turn.model,
+            context,
+            turn.generation.options,
+            on_chunk,
+            conversation=(owner, conversation_id),
         ),
         settings,
     )

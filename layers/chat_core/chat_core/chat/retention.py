@@ -2,7 +2,8 @@
 
 Soft delete sets `expires_at` (RETENTION_DAYS) on the conversation item; DynamoDB deletes that item some
 time after it expires and the table's stream reports the removal with the DynamoDB service as the
-identity. The purge then deletes the conversation's messages, events and summary, so storage is freed.
+identity. The purge then deletes the conversation's messages, events and summary, and the content parts
+it kept in S3 (API-17), so storage is freed.
 Only that conversation's partition is ever touched: the key comes from the removed item itself and must
 be a conversation key whose owner and id match the item's own attributes.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from chat_core.errors import ConversationNotExpired, InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.store import blobs
 from chat_core.store import conversations as conversation_store
 from chat_core.store.keys import META_SK, conversation_pk, is_valid_id, is_valid_owner
 from chat_core.store.partitions import delete_partition, parse_conversation_pk
@@ -33,6 +35,7 @@ class PurgeResult:
     pages: int
     batches: int
     retries: int
+    attachments: int = 0  # objects deleted from the blob bucket (API-17)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,6 +82,8 @@ def expired_conversation(record: Mapping[str, Any]) -> tuple[str, str] | None:
 def purge_partition(owner: str, conversation_id: str) -> PurgeResult:
     """Delete everything in the conversation's partition (idempotent; an empty one deletes nothing)."""
     counts = delete_partition(conversation_pk(owner, conversation_id))
+    # API-17: the content parts kept in S3 go with the conversation (its whole prefix, idempotent).
+    objects = blobs.delete_conversation(owner, conversation_id)
     metrics.add_metric(name="ConversationsPurged", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ItemsPurged", unit=MetricUnit.Count, value=counts.deleted)
     logger.info(
@@ -88,8 +93,9 @@ def purge_partition(owner: str, conversation_id: str) -> PurgeResult:
         pages=counts.pages,
         batches=counts.batches,
         retries=counts.retries,
+        attachments=objects,
     )
-    return PurgeResult(conversation_id, counts.deleted, counts.pages, counts.batches, counts.retries)
+    return PurgeResult(conversation_id, counts.deleted, counts.pages, counts.batches, counts.retries, objects)
 
 
 def purge_expired(owner: str, conversation_id: str, *, now: datetime | None = None) -> PurgeResult:

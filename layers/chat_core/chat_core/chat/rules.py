@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from chat_core.chat.attachments import MAX_ATTACHMENT_BYTES, offloaded, part_bytes
 from chat_core.engine.turnlog import TurnState
 from chat_core.errors import ConversationNotFound, InvalidInput, MessageTooLong, PayloadTooLarge
 from chat_core.settings import Settings, get_settings
@@ -31,8 +31,8 @@ def check_content(content: str, settings: Settings | None = None) -> str:
     return content
 
 
-#: API-15: content parts are stored with their message (one DynamoDB item, 400 KB at most): their JSON may
-#: take this much; a larger image or file goes by URL.
+#: API-15: content parts stored with their message (one DynamoDB item, 400 KB at most) may take this much
+#: JSON; with a blob bucket, larger binary parts go to S3 (API-17) up to MAX_ATTACHMENT_BYTES a message.
 MAX_PARTS_BYTES = 256 * 1024
 _URL_SCHEMES = ("https://", "http://", "data:")
 
@@ -41,7 +41,8 @@ def check_parts(
     text: str, parts: Sequence[Mapping[str, Any]] | None, settings: Settings | None = None
 ) -> None:
     """API-3 and API-15 before any I/O: the text within its limit (it may be empty when there are other
-    parts), at least one part, image URLs http(s) or data:, all parts within MAX_PARTS_BYTES."""
+    parts), at least one part, image URLs http(s) or data:, the parts kept inline within MAX_PARTS_BYTES
+    and, with a blob bucket, all of them within MAX_ATTACHMENT_BYTES (API-17)."""
     if parts is None:
         check_content(text, settings)
         return
@@ -55,13 +56,28 @@ def check_parts(
             raise InvalidInput(
                 f"content[{index}].image_url.url must be an http(s) or data: URL", field="content"
             )
-    size = len(json.dumps(list(parts), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    if size > MAX_PARTS_BYTES:
+    settings = settings or get_settings()
+    size = sum(part_bytes(part) for part in parts)
+    inline = sum(part_bytes(part) for part in parts if not offloaded(part, settings))
+    if settings.blob_bucket and size > MAX_ATTACHMENT_BYTES:
         raise PayloadTooLarge(
-            f"content parts take {size} bytes; at most {MAX_PARTS_BYTES} are stored with a message: send "
-            "large images and files by URL (uploads to S3 are not available yet)",
+            f"content parts take {size} bytes; one message's parts may take at most "
+            f"{MAX_ATTACHMENT_BYTES}: send larger images and files by URL",
             field="content",
             size=size,
+            limit=MAX_ATTACHMENT_BYTES,
+        )
+    if inline > MAX_PARTS_BYTES:
+        where = (
+            "parts without binary data are stored with the message"
+            if settings.blob_bucket
+            else "without a blob bucket (BLOB_BUCKET) parts are stored with the message"
+        )
+        raise PayloadTooLarge(
+            f"content parts take {inline} bytes stored inline; at most {MAX_PARTS_BYTES} fit ({where}): "
+            "send large images and files by URL",
+            field="content",
+            size=inline,
             limit=MAX_PARTS_BYTES,
         )
 

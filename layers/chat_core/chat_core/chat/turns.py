@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chat_core.chat import recording
+from chat_core.chat import attachments, recording
 from chat_core.chat.assembly import read_history
 from chat_core.chat.create import session_start, title_from
 from chat_core.chat.deadlines import wait_deadline
@@ -69,9 +69,25 @@ class Turn:
         )
 
 
-def _user_message(owner: str, conversation_id: str, seq: int, request: PostMessageIn, model: str) -> Message:
-    """The user's message: its text as `content`, its content parts (API-15) as sent, counted once (TOK-5;
-    parts other than text at a flat NON_TEXT_PART_TOKENS each)."""
+def _stored_parts(
+    owner: str, conversation_id: str, request: PostMessageIn, settings: Settings
+) -> list[dict[str, Any]] | None:
+    """The user's content parts as the item keeps them: large binary values put in S3 first (API-17),
+    once per post whatever its retries."""
+    parts = request.parts()
+    return attachments.store_parts(owner, conversation_id, parts, settings) if parts else None
+
+
+def _user_message(
+    owner: str,
+    conversation_id: str,
+    seq: int,
+    request: PostMessageIn,
+    model: str,
+    stored_parts: list[dict[str, Any]] | None,
+) -> Message:
+    """The user's message: its text as `content`, its content parts (API-15) as stored, counted once as
+    sent (TOK-5; parts other than text at a flat NON_TEXT_PART_TOKENS each)."""
     content, parts = request.text() or "", request.parts()
     return Message.new(
         owner,
@@ -80,7 +96,7 @@ def _user_message(owner: str, conversation_id: str, seq: int, request: PostMessa
         message_id=store.message_id_for(seq),
         role="user",
         content=content,
-        parts=parts,
+        parts=stored_parts,
         status="ok",
         created_at=now_iso(),
         tokens=count_message({"role": "user", "content": parts or content}, model),
@@ -138,7 +154,8 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
     recorded_in = request.recorded()
     names = tool_pairing.pair_results(recorded_in, [])
     recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
-    user = _user_message(owner, conversation_id, 1 + len(recorded), request, model)
+    stored_parts = _stored_parts(owner, conversation_id, request, settings)
+    user = _user_message(owner, conversation_id, 1 + len(recorded), request, model, stored_parts)
     title = title_from(request.text() or "")
     conversation = Conversation.new(
         owner,
@@ -214,10 +231,14 @@ def append_to_conversation(
     conversation_id = str(request.conversation_id)
     recorded_in = request.recorded()
     deadline = wait_deadline(context, settings)
+    stored_parts: list[dict[str, Any]] | None = None
     for attempt in range(max(1, settings.post_attempts)):
         recent = read_history(owner, conversation_id, None)
         conversation = recent.conversation
         assert conversation is not None
+        if attempt == 0 and request.content is not None:
+            # Written once the conversation is known to be the caller's (the read above).
+            stored_parts = _stored_parts(owner, conversation_id, request, settings)
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
             recording.repair_abandoned(conversation, recent.messages, settings)
@@ -235,12 +256,12 @@ def append_to_conversation(
         model = request.model or conversation.model
         settled = turn_settings(conversation.defaults, request.settings(), model)
         if attempt > 0 and not pending:
-            return _reserve_turn(owner, request, recent, names, model, deadline, settled)
+            return _reserve_turn(owner, request, recent, names, model, deadline, settled, stored_parts)
         seq = int(conversation.next_seq)
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
         if request.content is not None:
-            user = _user_message(owner, conversation_id, seq + len(recorded), request, model)
+            user = _user_message(owner, conversation_id, seq + len(recorded), request, model, stored_parts)
         turn_number: int | None = None
         if state is not None and pending:
             recorder = TurnRecorder.resume(state)
@@ -308,6 +329,7 @@ def _reserve_turn(
     model: str,
     deadline: float,
     settled: TurnSettings,
+    stored_parts: list[dict[str, Any]] | None,
 ) -> Turn:
     """A new turn on a contended conversation: its slots taken by one atomic update, then written.
 
@@ -332,7 +354,9 @@ def _reserve_turn(
             time.sleep(pause)
             continue
         recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
-        user = _user_message(owner, conversation_id, slots.first_seq + len(recorded), request, model)
+        user = _user_message(
+            owner, conversation_id, slots.first_seq + len(recorded), request, model, stored_parts
+        )
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
         _record_client_steps(recorder, recorded_in, recorded)

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chat_core.chat import attachments
 from chat_core.chat.rules import pending_calls
 from chat_core.store.items import Conversation, Message
+from chat_core.store.partitions import parse_conversation_pk
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,11 @@ def message_view(message: Message) -> dict[str, Any]:
         if message.name:
             view["name"] = message.name
     if message.parts:
-        # API-15: the content parts as sent; `content` is their text.
-        view["content_parts"] = list(message.parts)
+        # API-15: the content parts as sent; `content` is their text. API-17: a part kept in S3 shows
+        # its reference and a presigned URL instead of its bytes.
+        parts = list(message.parts)
+        where = parse_conversation_pk(str(message.pk)) if attachments.has_blobs(parts) else None
+        view["content_parts"] = attachments.view_parts(parts, *where) if where else parts
     if message.pinned:
         view["pinned"] = True
     if message.role == "assistant":

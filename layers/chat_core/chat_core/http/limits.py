@@ -37,8 +37,12 @@ def body_limit(route_key: str | None, settings: Settings | None = None) -> int:
     """The most bytes a request body may have on this route (`routeKey` of the API Gateway event)."""
     if route_key in BULK_ROUTES:
         return LAMBDA_PAYLOAD_BYTES
-    limit = (settings or get_settings()).max_request_body_bytes
-    return max(limit, MESSAGE_BODY_BYTES) if route_key == MESSAGE_ROUTE else limit
+    settings = settings or get_settings()
+    limit = settings.max_request_body_bytes
+    if route_key == MESSAGE_ROUTE:
+        # API-17: with a blob bucket a post may carry images and files up to Lambda's own limit.
+        return LAMBDA_PAYLOAD_BYTES if settings.blob_bucket else max(limit, MESSAGE_BODY_BYTES)
+    return limit
 
 
 def body_bytes(event: Mapping[str, Any]) -> int:

@@ -1,0 +1,134 @@
+"""Large content parts in S3 (API-17): the one module that talks to the blob bucket.
+
+An object's key is `c/<owner digest>/<conversation id>/<sha256 of the part's value>`: content-addressed
+inside its conversation (the same image posted twice is one object; a retried write rewrites the same
+bytes), and every object of a conversation shares one prefix, which the retention purge deletes with the
+conversation's items. The owner is hashed so user ids never appear in object keys or presigned URLs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any, Final
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from chat_core.errors import StoreUnavailable
+from chat_core.settings import Settings, get_settings
+
+#: DeleteObjects takes at most 1,000 keys; ListObjectsV2 returns at most 1,000 per page.
+DELETE_BATCH: Final = 1000
+
+_lock = threading.Lock()
+_client: tuple[Settings, Any] | None = None
+
+
+class BlobMissing(StoreUnavailable):
+    """An object a stored message refers to is not in the bucket (deleted by hand, or another bucket)."""
+
+
+def _s3(settings: Settings) -> Any:
+    """The process's S3 client for these settings (created once; botocore clients are thread-safe)."""
+    global _client
+    with _lock:
+        if _client is None or _client[0] != settings:
+            config = Config(
+                retries={"mode": "standard", "max_attempts": settings.dynamodb_max_attempts},
+                connect_timeout=settings.dynamodb_connect_timeout_seconds,
+                read_timeout=settings.dynamodb_read_timeout_seconds,
+                signature_version="s3v4",
+            )
+            _client = (settings, boto3.client("s3", region_name=settings.region, config=config))
+        return _client[1]
+
+
+def _bucket(settings: Settings) -> str:
+    if not settings.blob_bucket:
+        raise StoreUnavailable("no blob bucket is configured (BLOB_BUCKET)")
+    return settings.blob_bucket
+
+
+def conversation_prefix(owner: str, conversation_id: str) -> str:
+    owner_digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
+    return f"c/{owner_digest}/{conversation_id}/"
+
+
+def blob_key(owner: str, conversation_id: str, digest: str) -> str:
+    return conversation_prefix(owner, conversation_id) + digest
+
+
+def put(key: str, data: bytes, media_type: str, settings: Settings | None = None) -> None:
+    """Write one object (idempotent: the key names its content)."""
+    settings = settings or get_settings()
+    try:
+        _s3(settings).put_object(
+            Bucket=_bucket(settings), Key=key, Body=data, ContentType=media_type or "application/octet-stream"
+        )
+    except (BotoCoreError, ClientError) as exc:
+        raise StoreUnavailable(f"an attachment could not be stored in S3: {exc}") from exc
+
+
+def get(key: str, settings: Settings | None = None) -> bytes:
+    """One object's bytes; BlobMissing when it is gone, StoreUnavailable when S3 fails."""
+    settings = settings or get_settings()
+    try:
+        response = _s3(settings).get_object(Bucket=_bucket(settings), Key=key)
+        body: bytes = response["Body"].read()
+        return body
+    except ClientError as exc:
+        code = str((exc.response.get("Error") or {}).get("Code", ""))
+        if code in ("NoSuchKey", "404", "NotFound"):
+            raise BlobMissing(f"attachment {key.rsplit('/', 1)[-1][:12]} is not in the bucket") from exc
+        raise StoreUnavailable(f"an attachment could not be read from S3: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StoreUnavailable(f"an attachment could not be read from S3: {exc}") from exc
+
+
+def presign(key: str, settings: Settings | None = None) -> str | None:
+    """A time-limited GET URL for the object (signed locally: no request is made), or None without a
+    bucket."""
+    settings = settings or get_settings()
+    if not settings.blob_bucket:
+        return None
+    url: str = _s3(settings).generate_presigned_url(
+        "get_object",
+        Params={"Bucket": settings.blob_bucket, "Key": key},
+        ExpiresIn=settings.blob_url_seconds,
+    )
+    return url
+
+
+def delete_conversation(owner: str, conversation_id: str, settings: Settings | None = None) -> int:
+    """Delete every object of one conversation (the retention purge); returns how many. Idempotent."""
+    settings = settings or get_settings()
+    if not settings.blob_bucket:
+        return 0
+    client, bucket = _s3(settings), settings.blob_bucket
+    prefix = conversation_prefix(owner, conversation_id)
+    deleted = 0
+    try:
+        pages = client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": DELETE_BATCH}
+        )
+        for page in pages:
+            keys = [{"Key": item["Key"]} for item in page.get("Contents") or []]
+            if not keys:
+                continue
+            answer = client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+            errors = answer.get("Errors") or []
+            if errors:
+                raise StoreUnavailable(f"{len(errors)} attachments could not be deleted: {errors[0]}")
+            deleted += len(keys)
+    except (BotoCoreError, ClientError) as exc:
+        raise StoreUnavailable(f"attachments could not be deleted from S3: {exc}") from exc
+    return deleted
+
+
+def reset_process_state() -> None:
+    """`chat_core.reset()`: the S3 client is created again on next use."""
+    global _client
+    with _lock:
+        _client = None
