@@ -86,6 +86,29 @@ class PendingToolCallOut(_Out):
     name: str
 
 
+class BlobOut(_Out):
+    """API-17: a content part kept in the blob bucket: the digest of the value as posted, the object's
+    size and media type, and a presigned GET URL of the object (valid `expires_in` seconds)."""
+
+    sha256: str
+    bytes: int
+    media_type: str
+    url: str | None = None
+    expires_in: int | None = None
+
+
+class ContentPartOut(_Out):
+    """API-15: one content part as posted (`text`, `image_url`, `input_audio` or `file`); a part kept in
+    S3 (API-17) has its data left out of `image_url`/`input_audio`/`file` and carries `blob`."""
+
+    type: Literal["text", "image_url", "input_audio", "file"]
+    text: str | None = None
+    image_url: dict[str, Any] | None = None
+    input_audio: dict[str, Any] | None = None
+    file: dict[str, Any] | None = None
+    blob: BlobOut | None = None
+
+
 class MessageOut(_Out):
     """API-1: a stored message; assistant messages add model and usage, failed ones add error. Only when
     they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool results,
@@ -97,7 +120,7 @@ class MessageOut(_Out):
     conversation_id: str
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None
-    status: Literal["ok", "error"]
+    status: Literal["ok", "error", "incomplete"]
     created_at: str
     model: str | None = None
     usage: UsageOut | None = None
@@ -106,7 +129,7 @@ class MessageOut(_Out):
     tool_call_id: str | None = None
     name: str | None = None
     #: API-15: a user message's content parts as sent (`content` is their text).
-    content_parts: list[dict[str, Any]] | None = None
+    content_parts: list[ContentPartOut] | None = None
     pinned: Literal[True] | None = None
     stored: Literal[False] | None = None
     finish_reason: str | None = None

@@ -9,12 +9,18 @@ fails only in the cloud; this catches it here.
 from __future__ import annotations
 
 import contextvars
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import boto3
 import botocore.client
+import chat_core
 import pytest
+from chat_core.chat import retention
+from chat_core.settings import reset_settings
+from chat_core.store import blobs
 from chat_local.template import load_yaml
 
 from tests.integration.test_summaries import Conversation as SummarizedConversation
@@ -163,3 +169,99 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
     for function, actions in recorded.items():
         missing = actions - granted[function]
         assert not missing, f"{function} performs {sorted(missing)} but template.yaml does not grant them"
+
+
+#: S3 operations -> the IAM action that authorizes them (ListObjectsV2 is s3:ListBucket on the bucket,
+#: DeleteObjects needs s3:DeleteObject on each key); a presigned URL works only if its signer may GetObject.
+_S3_ACTIONS = {
+    "PutObject": "PutObject",
+    "GetObject": "GetObject",
+    "ListObjectsV2": "ListBucket",
+    "DeleteObjects": "DeleteObject",
+    "presign": "GetObject",
+}
+
+
+def granted_s3_actions() -> dict[str, set[str]]:
+    granted: dict[str, set[str]] = {}
+    for resource in load_yaml(TEMPLATE)["Resources"].values():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        text = str(resource["Properties"].get("Policies", []))
+        folder = Path(str(resource["Properties"]["CodeUri"])).name
+        granted[folder] = set(re.findall(r"'s3:(\w+)'", text))
+    return granted
+
+
+def test_every_s3_action_of_the_functions_is_granted(
+    standin_llm: OpenAIStandin,
+    recorded: dict[str, set[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """API-17: posting (both routes) writes and reads blobs, the detail and pin routes sign URLs, the purge
+    lists and deletes: each function may do what it does with the blob bucket, and nothing else may."""
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="blobs-iam")
+    monkeypatch.setenv("BLOB_BUCKET", "blobs-iam")
+    reset_settings()
+    chat_core.reset()
+    s3_calls: dict[str, set[str]] = defaultdict(set)
+    original = botocore.client.BaseClient._make_api_call
+
+    def record(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        function = _current.get()
+        if function is not None and self.meta.service_model.service_name == "s3":
+            s3_calls[function].add(_S3_ACTIONS[operation])
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    original_presign = blobs.presign
+
+    def presign(key: str, settings: Any = None) -> str | None:
+        function = _current.get()
+        if function is not None:
+            s3_calls[function].add(_S3_ACTIONS["presign"])
+        return original_presign(key, settings)
+
+    monkeypatch.setattr(blobs, "presign", presign)
+    large = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "iVBORw0K" * 4096}}
+    posted = api.invoke("post_message", events.post_message({"content": [large]}))
+    cid = posted.body["conversation_id"]
+    api.invoke("post_message", events.post_message({"conversation_id": cid, "content": "and?"}))
+    api.invoke(
+        "chat_completions",
+        events.http_event(
+            "POST",
+            "/v1/chat/completions",
+            route="/v1/chat/completions",
+            body={"model": "m", "conversation": cid, "messages": [{"role": "user", "content": [large]}]},
+        ),
+    )
+    message_id = api.detail(cid).body["messages"][0]["message_id"]
+    api.invoke(
+        "update_message",
+        events.http_event(
+            "PATCH",
+            f"/conversations/{cid}/messages/{message_id}",
+            route="/conversations/{conversation_id}/messages/{message_id}",
+            path_parameters={"conversation_id": cid, "message_id": message_id},
+            body={"pinned": True},
+        ),
+    )
+    token = _current.set("purge_conversation")
+    try:
+        assert retention.purge_partition("alice", cid).attachments == 1
+    finally:
+        _current.reset(token)
+    assert set(s3_calls) == {
+        "post_message",
+        "chat_completions",
+        "get_conversation",
+        "update_message",
+        "purge_conversation",
+    }
+    granted = granted_s3_actions()
+    for function, actions in s3_calls.items():
+        missing = actions - granted[function]
+        assert not missing, f"{function} performs s3:{sorted(missing)} but template.yaml does not grant them"
+    needless = {f: a for f, a in granted.items() if a and f not in s3_calls and f != "stream_chat"}
+    assert not needless, f"functions granted S3 actions they never use: {needless}"

@@ -182,6 +182,11 @@ def test_every_answer_of_every_route_is_documented(
     )
     assert with_parts.status_code == 201
     assert with_parts.json()["user_message"]["content_parts"][1] == image
+    # A large image kept in the blob bucket is shown by reference (API-17), here and in the detail.
+    large = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "iVBORw0K" * 4096}}
+    with_blob = client.post("/messages", json={"conversation_id": conversation_id, "content": [large]})
+    assert with_blob.status_code == 201
+    assert with_blob.json()["user_message"]["content_parts"][0]["blob"]["url"]
     refused = client.post(
         "/messages", json={"conversation_id": conversation_id, "content": "x", "tool_choice": "auto"}
     )
@@ -218,7 +223,7 @@ def test_every_answer_of_every_route_is_documented(
     assert client.post("/conversations", json={"titel": "typo"}).status_code == 422
     assert client.post("/messages", json={"content": "x" * 5001}).status_code == 422
     assert client.get(f"/conversations/{uuid.uuid4()}").status_code == 404
-    assert client.post("/messages", json={"content": "x" * 1_100_000}).status_code == 413
+    assert client.post("/messages", json={"content": "x" * 6_400_000}).status_code == 413
     assert client.get("/conversations", params={"cursor": "not-a-cursor"}).status_code == 400
     # Dialogue memory: entries (new, then a replay), history, prompt, export, import (new and not empty).
     world = f"w-{uuid.uuid4().hex[:8]}"

@@ -90,6 +90,12 @@ def _needs(function: dict[str, Any], statements: list[dict[str, Any]]) -> set[st
     ]
     if any(a.startswith("sqs:SendMessage") for a in granted) or "SQS" in on_failure:
         needs |= SEND
+    # API-17: reading an SSE-KMS object needs Decrypt; writing one GenerateDataKey too (S3 user guide,
+    # "Using server-side encryption with AWS KMS keys").
+    if "s3:GetObject" in granted:
+        needs |= DECRYPT
+    if "s3:PutObject" in granted:
+        needs |= SEND
     return needs
 
 
@@ -103,6 +109,9 @@ def test_with_a_key_the_table_queues_and_log_groups_are_encrypted_with_it() -> N
         "SSEType": "KMS",
         "KMSMasterKeyId": KEY,
     }
+    [bucket] = _of_type(resources, "AWS::S3::Bucket").values()
+    (rule,) = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": KEY}
     queues = _of_type(resources, "AWS::SQS::Queue")
     assert queues
     for name, queue in queues.items():
@@ -142,8 +151,15 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         assert granted == needs, f"{name}: granted {sorted(granted)} on the key, needs {sorted(needs)}"
         if "kms:GenerateDataKey" in needs:
             senders.add(name)
-    # The stream-triggered functions send failed batches to their dead-letter queues.
-    assert senders == {"SummarizeConversationFunction", "PurgeConversationFunction"}
+    # The stream-triggered functions send failed batches to their dead-letter queues; the posting
+    # functions write content parts to the blob bucket.
+    assert senders == {
+        "SummarizeConversationFunction",
+        "PurgeConversationFunction",
+        "PostMessageFunction",
+        "ChatCompletionsFunction",
+        "StreamChatFunction",
+    }
 
 
 def test_without_a_key_nothing_names_kms() -> None:
@@ -160,6 +176,9 @@ def test_without_a_key_nothing_names_kms() -> None:
         assert "KmsMasterKeyId" not in queue["Properties"], name
     for name, group in _of_type(resources, "AWS::Logs::LogGroup").items():
         assert "KmsKeyId" not in group["Properties"], name
+    [bucket] = _of_type(resources, "AWS::S3::Bucket").values()
+    (rule,) = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
     for name, function in _of_type(resources, "AWS::Serverless::Function").items():
         for policy in function["Properties"].get("Policies", []):
             if isinstance(policy, dict) and "Ref" in policy:

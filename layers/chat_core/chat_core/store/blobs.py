@@ -12,7 +12,7 @@ import hashlib
 import threading
 from typing import Any, Final
 
-import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -41,7 +41,9 @@ def _s3(settings: Settings) -> Any:
                 read_timeout=settings.dynamodb_read_timeout_seconds,
                 signature_version="s3v4",
             )
-            _client = (settings, boto3.client("s3", region_name=settings.region, config=config))
+            # botocore, not boto3: the read handlers that sign URLs stay as light as before.
+            session = botocore.session.get_session()
+            _client = (settings, session.create_client("s3", region_name=settings.region, config=config))
         return _client[1]
 
 
