@@ -131,8 +131,13 @@ def test_retention_purges_a_deleted_conversation_after_ttl_removal(
         wait_for(lambda: True if count(doomed) == 0 else None, "the purge of the deleted conversation")
         assert count(kept) >= 5
         assert api.get(f"/conversations/{kept}").status_code == 200
-        purge = next(
-            s for s in api.get("/_local/health").json()["streams"] if s["subscription"].startswith("Purge")
-        )
-    assert purge["records"] >= 1
+
+        def purge_stats() -> dict[str, Any] | None:
+            # The poller counts a batch once the function has returned (after the partition emptied and
+            # the conversation's S3 objects were deleted): wait for that too.
+            streams = api.get("/_local/health").json()["streams"]
+            stats: dict[str, Any] = next(s for s in streams if s["subscription"].startswith("Purge"))
+            return stats if stats["records"] >= 1 else None
+
+        purge = wait_for(purge_stats, "the purge's stream batch to be counted")
     assert purge["failures"] == 0

@@ -236,9 +236,6 @@ def append_to_conversation(
         recent = read_history(owner, conversation_id, None)
         conversation = recent.conversation
         assert conversation is not None
-        if attempt == 0 and request.content is not None:
-            # Written once the conversation is known to be the caller's (the read above).
-            stored_parts = _stored_parts(owner, conversation_id, request, settings)
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
             recording.repair_abandoned(conversation, recent.messages, settings)
@@ -255,6 +252,9 @@ def append_to_conversation(
         names = tool_pairing.pair_results(recorded_in, pending)
         model = request.model or conversation.model
         settled = turn_settings(conversation.defaults, request.settings(), model)
+        if stored_parts is None and request.content is not None:
+            # Written once the conversation is known to be the caller's and the post is accepted.
+            stored_parts = _stored_parts(owner, conversation_id, request, settings)
         if attempt > 0 and not pending:
             return _reserve_turn(owner, request, recent, names, model, deadline, settled, stored_parts)
         seq = int(conversation.next_seq)
