@@ -763,6 +763,9 @@ def banner(api: LocalApi, url: str) -> str:
             )
         else:
             lines.append("  Data       not persisted (--no-persist): everything is lost at exit")
+        for bucket in api.template.buckets.values() if api.template else ():
+            kept = f", mirrored to {cfg.resolved_data_dir / S3_DIR / bucket}" if cfg.persist else ""
+            lines.append(f"  S3         bucket {bucket} in the embedded store (large content parts{kept})")
     else:
         created = "created now" if api.created_table else "existing"
         lines.append(f"  DynamoDB   external endpoint {api.endpoint}, table {api.table_name} ({created})")

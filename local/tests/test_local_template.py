@@ -81,6 +81,15 @@ def test_project_functions_get_the_project_globals() -> None:
         assert spec.timeout_s > 0
 
 
+def test_the_blob_bucket_gets_a_local_name_the_functions_see() -> None:
+    """API-17: the template's bucket has a valid local name (created in the embedded store) and every
+    function's BLOB_BUCKET names it."""
+    template = load_template(REPO / "template.yaml", region="us-east-1")
+    assert template.buckets == {"BlobBucket": "chat-local-blobbucket"}
+    for spec in template.functions.values():
+        assert spec.environment["BLOB_BUCKET"] == "chat-local-blobbucket"
+
+
 def test_table_is_created_as_the_template_declares() -> None:
     """The embedded table: keys, GSI, stream and TTL from the Table resource."""
     # When the project's template is read
