@@ -81,9 +81,10 @@ def expired_conversation(record: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def purge_partition(owner: str, conversation_id: str) -> PurgeResult:
     """Delete everything in the conversation's partition (idempotent; an empty one deletes nothing)."""
-    counts = delete_partition(conversation_pk(owner, conversation_id))
-    # API-17: the content parts kept in S3 go with the conversation (its whole prefix, idempotent).
+    # API-17: the content parts kept in S3 go with the conversation (its whole prefix, idempotent);
+    # first, so a purge that fails part way leaves no object that no item refers to.
     objects = blobs.delete_conversation(owner, conversation_id)
+    counts = delete_partition(conversation_pk(owner, conversation_id))
     metrics.add_metric(name="ConversationsPurged", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ItemsPurged", unit=MetricUnit.Count, value=counts.deleted)
     logger.info(
