@@ -217,3 +217,18 @@ def test_without_a_bucket_large_parts_are_refused_with_the_reason(standin_llm: O
     answer = _post([TEXT, IMAGE])
     assert (answer.status, answer.error_code) == (413, "payload_too_large")
     assert "BLOB_BUCKET" in answer.body["error"]["message"]
+
+
+def test_the_same_image_twice_is_one_object_and_keeps_each_parts_fields(
+    bucket: Any, standin_llm: OpenAIStandin
+) -> None:
+    """API-17: an image posted again (here with another `detail`) is stored once, and each message gets it
+    back with its own fields."""
+    low = {"type": "image_url", "image_url": {"url": IMAGE_URL, "detail": "low"}}
+    conversation_id = _post([TEXT, IMAGE]).body["conversation_id"]
+    assert _post([TEXT, low], conversation_id).status == 201
+    assert len(_keys(bucket)) == 1
+    assert _post("compare them", conversation_id).status == 201
+    sent = standin_llm.requests[-1].json["messages"]
+    assert sent[0]["content"] == [TEXT, IMAGE]
+    assert sent[2]["content"] == [TEXT, low]

@@ -125,39 +125,42 @@ def has_blobs(parts: Any) -> bool:
     return isinstance(parts, list) and any(isinstance(p, Mapping) and "blob" in p for p in parts)
 
 
-def restore_part(owner: str, conversation_id: str, part: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored part with its value read back from S3, exactly as it was posted."""
+def restore_part(
+    owner: str, conversation_id: str, part: Mapping[str, Any], read: dict[str, bytes] | None = None
+) -> dict[str, Any]:
+    """A stored part with its value read back from S3, exactly as it was posted (`read`: objects already
+    read for this window, by digest)."""
     reference = part.get("blob")
     fields = _BINARY_FIELDS.get(str(part.get("type")))
     if not isinstance(reference, Mapping) or fields is None:
         return dict(part)
     holder, key = fields
-    data = blobs.get(blobs.blob_key(owner, conversation_id, str(reference["sha256"])))
+    digest = str(reference["sha256"])
+    read = {} if read is None else read
+    if digest not in read:
+        read[digest] = blobs.get(blobs.blob_key(owner, conversation_id, digest))
     restored = {name: item for name, item in part.items() if name != "blob"}
-    restored[holder] = {**dict(part.get(holder) or {}), key: _decode(data, reference)}
+    restored[holder] = {**dict(part.get(holder) or {}), key: _decode(read[digest], reference)}
     return restored
 
 
 def restore_messages(
     owner: str, conversation_id: str, messages: Sequence[Mapping[str, Any]]
 ) -> list[Mapping[str, Any]]:
-    """The window's messages with every stored large part read back (one GetObject per part; a part
-    used twice in a window is read once)."""
+    """The window's messages with every stored large part read back (one GetObject per object; an image
+    posted twice is read once, each part keeping its own other fields)."""
     if not any(has_blobs(message.get("content")) for message in messages):
         return list(messages)
-    cache: dict[str, dict[str, Any]] = {}
+    read: dict[str, bytes] = {}
     restored: list[Mapping[str, Any]] = []
     for message in messages:
         content = message.get("content")
         if not isinstance(content, list) or not has_blobs(content):
             restored.append(message)
             continue
-        parts = []
-        for part in content:
-            digest = str((part.get("blob") or {}).get("sha256", ""))
-            if "blob" in part and digest not in cache:
-                cache[digest] = restore_part(owner, conversation_id, part)
-            parts.append(cache[digest] if "blob" in part else part)
+        parts = [
+            restore_part(owner, conversation_id, part, read) if "blob" in part else part for part in content
+        ]
         restored.append({**message, "content": parts})
     return restored
 

@@ -17,6 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from chat_core.errors import StoreUnavailable
+from chat_core.observability import logger
 from chat_core.settings import Settings, get_settings
 
 #: DeleteObjects takes at most 1,000 keys; ListObjectsV2 returns at most 1,000 per page.
@@ -91,15 +92,20 @@ def get(key: str, settings: Settings | None = None) -> bytes:
 
 def presign(key: str, settings: Settings | None = None) -> str | None:
     """A time-limited GET URL for the object (signed locally: no request is made), or None without a
-    bucket."""
+    bucket or credentials."""
     settings = settings or get_settings()
     if not settings.blob_bucket:
         return None
-    url: str = _s3(settings).generate_presigned_url(
-        "get_object",
-        Params={"Bucket": settings.blob_bucket, "Key": key},
-        ExpiresIn=settings.blob_url_seconds,
-    )
+    try:
+        url: str = _s3(settings).generate_presigned_url(
+            "get_object",
+            Params={"Bucket": settings.blob_bucket, "Key": key},
+            ExpiresIn=settings.blob_url_seconds,
+        )
+    except (BotoCoreError, ClientError) as exc:
+        # No credentials to sign with: the read still answers, without the URL.
+        logger.warning("attachment URL not signed", error=str(exc))
+        return None
     return url
 
 
