@@ -20,7 +20,8 @@ from typing import Any
 from chat_core.errors import Unauthorized
 from chat_core.http.api import error_body, openai_error_body
 from chat_core.http.jwt import JwtVerifier
-from chat_core.http.streaming import COMPLETIONS, serve, sse
+from chat_core.http.sink import SseResponse
+from chat_core.http.streaming import COMPLETIONS, serve
 from chat_core.observability import logger
 
 #: Lambda's payload limit for a request (a stateless client's history may be large).
@@ -82,41 +83,17 @@ class StreamHandler(BaseHTTPRequestHandler):
             )
             self._json(401, shaped, {"WWW-Authenticate": "Bearer"})
             return
-        opened: list[bool] = []
-
-        def write(data: bytes) -> None:
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
-        def emit(chunk: dict[str, Any]) -> None:
-            if not opened:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Connection", "close")
-                if chunk.get("conversation"):
-                    self.send_header("X-Conversation-Id", str(chunk["conversation"]))
-                self.end_headers()
-                opened.append(True)
-            write(sse(chunk))
-
+        stream = SseResponse(self)
         started = time.monotonic()
         budget = TimeBudget(float(os.environ.get("STREAM_BUDGET_SECONDS", "280")))
         budget.aws_request_id = headers.get("x-amzn-request-id", "")
-        answer = serve(path, owner, headers, body, emit, context=budget)
-        if opened:
-            try:
-                write(b"data: [DONE]\n\n")
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            self.close_connection = True
+        answer = serve(path, owner, headers, body, stream.emit, context=budget)
+        if stream.opened:
+            stream.finish()
         else:
             self._json(answer.status, answer.body, answer.headers)
         logger.info(
-            "streamed" if opened else "answered",
+            "streamed" if stream.opened else "answered",
             path=path,
             status=answer.status,
             ms=round((time.monotonic() - started) * 1000),

@@ -22,6 +22,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
+from chat_core.http.sink import SseResponse
+
 from chat_local.apigw import (
     MAX_BODY_BYTES,
     HttpRequest,
@@ -623,28 +625,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve_stream(self, runtime: FunctionRuntime, event: dict[str, Any], started: float) -> None:
         """API-14: a streamed answer as Server-Sent Events over chunked transfer, each chunk written and
         flushed as the function emits it; errors before the first chunk answer as usual (JSON)."""
-        opened: list[bool] = []
-
-        def write_chunk(data: bytes) -> None:
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
-        def emit(chunk: dict[str, Any]) -> None:
-            if not opened:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                # One stream per connection: the connection closes when the stream ends.
-                self.send_header("Connection", "close")
-                if chunk.get("conversation"):
-                    self.send_header("X-Conversation-Id", str(chunk["conversation"]))
-                self.end_headers()
-                opened.append(True)
-            write_chunk(b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\n")
-
+        stream = SseResponse(self)
         try:
-            invocation = runtime.invoke(event, emit)
+            invocation = runtime.invoke(event, stream.emit)
         except Throttled:
             response = error_response(
                 429, "too_many_requests", "the function is busy; retry", [("Retry-After", "1")]
@@ -653,15 +636,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         ms = (time.perf_counter() - started) * 1000
         served_by = runtime.spec.logical_id
-        if opened:
+        if stream.opened:
             self.server.api.request_log.write(self.command, self.path, 200, ms, f"{served_by} (stream)")
-            try:
-                write_chunk(b"data: [DONE]\n\n")
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            self.close_connection = True
+            stream.finish()
             return
         if invocation.error is not None:
             traceback.print_exception(invocation.error)

@@ -9,7 +9,6 @@ answer), or `streamed=True` when the chunks went out and only the stream's end r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -103,8 +102,3 @@ def serve(
     except ChatError as exc:
         field_name = exc.details.get("field")
         return _error(path, status_for(exc), exc.code, exc.message, str(field_name) if field_name else None)
-
-
-def sse(chunk: Mapping[str, Any]) -> bytes:
-    """One Server-Sent Event carrying `chunk` as JSON."""
-    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\n"
