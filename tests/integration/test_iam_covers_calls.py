@@ -24,7 +24,7 @@ from chat_core.store import blobs
 from chat_local.template import load_yaml
 
 from tests.integration.test_summaries import Conversation as SummarizedConversation
-from tests.support import events
+from tests.support import agent_api, events
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
 from tests.support.openai_standin import OpenAIStandin
@@ -135,16 +135,7 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
         LambdaContext(function_name="get_events"),
     )
     message_id = detail["messages"][0]["message_id"]
-    api.invoke(
-        "update_message",
-        events.http_event(
-            "PATCH",
-            f"/conversations/{cid}/messages/{message_id}",
-            route="/conversations/{conversation_id}/messages/{message_id}",
-            path_parameters={"conversation_id": cid, "message_id": message_id},
-            body={"pinned": True},
-        ),
-    )
+    agent_api.pin(cid, message_id)
     api.invoke(
         "update_conversation",
         events.http_event(
@@ -237,16 +228,7 @@ def test_every_s3_action_of_the_functions_is_granted(
         ),
     )
     message_id = api.detail(cid).body["messages"][0]["message_id"]
-    api.invoke(
-        "update_message",
-        events.http_event(
-            "PATCH",
-            f"/conversations/{cid}/messages/{message_id}",
-            route="/conversations/{conversation_id}/messages/{message_id}",
-            path_parameters={"conversation_id": cid, "message_id": message_id},
-            body={"pinned": True},
-        ),
-    )
+    agent_api.pin(cid, message_id)
     token = _current.set("purge_conversation")
     try:
         assert retention.purge_partition("alice", cid).attachments == 1
