@@ -57,12 +57,12 @@ def _binary_value(part: Mapping[str, Any]) -> tuple[str, str, str] | None:
     return fields[0], fields[1], value
 
 
-def offloaded(part: Mapping[str, Any], settings: Settings | None = None) -> bool:
-    """Whether this part goes to S3 when stored."""
+def offloaded(part: Mapping[str, Any], settings: Settings | None = None, size: int | None = None) -> bool:
+    """Whether this part goes to S3 when stored (`size`: its part_bytes, when already measured)."""
     settings = settings or get_settings()
     return bool(
         settings.blob_bucket
-        and part_bytes(part) > settings.blob_inline_bytes
+        and (part_bytes(part) if size is None else size) > settings.blob_inline_bytes
         and _binary_value(part) is not None
     )
 

@@ -57,8 +57,9 @@ def check_parts(
                 f"content[{index}].image_url.url must be an http(s) or data: URL", field="content"
             )
     settings = settings or get_settings()
-    size = sum(part_bytes(part) for part in parts)
-    inline = sum(part_bytes(part) for part in parts if not offloaded(part, settings))
+    sizes = [part_bytes(part) for part in parts]  # each part's JSON measured once (up to 5 MiB)
+    size = sum(sizes)
+    inline = sum(n for part, n in zip(parts, sizes, strict=True) if not offloaded(part, settings, n))
     if settings.blob_bucket and size > MAX_ATTACHMENT_BYTES:
         raise PayloadTooLarge(
             f"content parts take {size} bytes; one message's parts may take at most "
