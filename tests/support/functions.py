@@ -112,3 +112,117 @@ def update(conversation_id: str, *, user: str | None = "alice", **fields: Any) -
 def window(conversation_id: str, content: str, *, user: str | None = "alice", **fields: Any) -> Answer:
     body = {"content": content, **fields}
     return invoke("build_window", events.build_window(conversation_id, body, user=user))
+
+
+# -- API-18: branches and history ---------------------------------------------------------------------
+
+
+def _on_message(
+    name: str,
+    method: str,
+    conversation_id: str,
+    message_id: str,
+    suffix: str,
+    body: Any,
+    user: str | None,
+    idempotency_key: str | None = None,
+) -> Answer:
+    route = "/conversations/{conversation_id}/messages/{message_id}" + suffix
+    event = events.http_event(
+        method,
+        f"/conversations/{conversation_id}/messages/{message_id}{suffix}",
+        route=route,
+        path_parameters={"conversation_id": conversation_id, "message_id": message_id},
+        body=body,
+        user=user,
+        headers={"Idempotency-Key": idempotency_key} if idempotency_key else None,
+    )
+    return invoke(name, event)
+
+
+def edit(
+    conversation_id: str,
+    message_id: str,
+    content: Any,
+    *,
+    user: str | None = "alice",
+    idempotency_key: str | None = None,
+    **fields: Any,
+) -> Answer:
+    """POST /conversations/{id}/messages/{message_id}/edit."""
+    body = {"content": content, **fields}
+    return _on_message(
+        "edit_message", "POST", conversation_id, message_id, "/edit", body, user, idempotency_key
+    )
+
+
+def regenerate(
+    conversation_id: str,
+    message_id: str,
+    *,
+    user: str | None = "alice",
+    idempotency_key: str | None = None,
+    **fields: Any,
+) -> Answer:
+    """POST /conversations/{id}/messages/{message_id}/regenerate."""
+    return _on_message(
+        "regenerate_message",
+        "POST",
+        conversation_id,
+        message_id,
+        "/regenerate",
+        fields,
+        user,
+        idempotency_key,
+    )
+
+
+def delete_message(conversation_id: str, message_id: str, *, user: str | None = "alice") -> Answer:
+    """DELETE /conversations/{id}/messages/{message_id}."""
+    return _on_message("delete_message", "DELETE", conversation_id, message_id, "", events._NO_BODY, user)
+
+
+def append(
+    conversation_id: str,
+    messages: list[dict[str, Any]],
+    *,
+    user: str | None = "alice",
+    idempotency_key: str | None = None,
+) -> Answer:
+    """POST /conversations/{id}/messages (no model call)."""
+    event = events.http_event(
+        "POST",
+        f"/conversations/{conversation_id}/messages",
+        route="/conversations/{conversation_id}/messages",
+        path_parameters={"conversation_id": conversation_id},
+        body={"messages": messages},
+        user=user,
+        headers={"Idempotency-Key": idempotency_key} if idempotency_key else None,
+    )
+    return invoke("append_messages", event)
+
+
+def tree(conversation_id: str, *, user: str | None = "alice", **query: str) -> Answer:
+    """GET /conversations/{id}/tree."""
+    event = events.http_event(
+        "GET",
+        f"/conversations/{conversation_id}/tree",
+        route="/conversations/{conversation_id}/tree",
+        path_parameters={"conversation_id": conversation_id},
+        query=query or None,
+        user=user,
+    )
+    return invoke("get_tree", event)
+
+
+def switch(conversation_id: str, message_id: str, *, user: str | None = "alice") -> Answer:
+    """PUT /conversations/{id}/active."""
+    event = events.http_event(
+        "PUT",
+        f"/conversations/{conversation_id}/active",
+        route="/conversations/{conversation_id}/active",
+        path_parameters={"conversation_id": conversation_id},
+        body={"message_id": message_id},
+        user=user,
+    )
+    return invoke("set_active", event)

@@ -21,7 +21,16 @@ REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
 HANDLERS = sorted(p.parent.name for p in FUNCTIONS.glob("*/app.py"))
 #: The functions that call the model on every invocation: the HTTP client is theirs to load.
-CALLS_THE_MODEL = frozenset({"post_message", "chat_completions", "stream_chat", "summarize_conversation"})
+CALLS_THE_MODEL = frozenset(
+    {
+        "post_message",
+        "chat_completions",
+        "stream_chat",
+        "summarize_conversation",
+        "edit_message",
+        "regenerate_message",
+    }
+)
 WATCHED = ("aws_xray_sdk", "httpx", "tiktoken")
 
 _IMPORT = f"""

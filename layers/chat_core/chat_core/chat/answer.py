@@ -98,6 +98,7 @@ def reply_message(
         message_id=store.message_id_for(turn.reply_seq),
         role="assistant",
         created_at=now_iso(),
+        parent_seq=turn.reply_parent,
     )
     if completion is None:
         assert failure is not None

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chat_core.chat import summary_window
+from chat_core.chat import paths, summary_window
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
 from chat_core.chat.rules import check_id, check_parts, not_found
@@ -21,11 +21,15 @@ if TYPE_CHECKING:
     from chat_core.http.schemas import BuildWindowIn
 
 
-def read_history(owner: str, conversation_id: str, override: Mapping[str, Any] | None) -> store.Recent:
+def read_history(
+    owner: str, conversation_id: str, override: Mapping[str, Any] | None, *, leaf: int | None = None
+) -> store.Recent:
     """API-4: one Query for the conversation and the newest messages its window can use.
 
     Only a conversation whose own policy reaches past the default 10 messages, and that has that many,
-    costs a second Query (still independent of the conversation's length).
+    costs a second Query (still independent of the conversation's length). A branched conversation's
+    history is its active path (API-18): one more Query per branch point the window reaches past;
+    `leaf` reads the path ending there instead (an edit or a regeneration continues from it).
     """
     reach = history_reach(override) if override else history_reach(None)
     recent = store.read_recent(owner, conversation_id, reach)
@@ -33,11 +37,12 @@ def read_history(owner: str, conversation_id: str, override: Mapping[str, Any] |
     if conversation is None or conversation.is_deleted:
         raise not_found(conversation_id)
     wanted = reach if override else history_reach(conversation.window_policy)
-    if wanted > reach and len(recent.messages) >= reach:
+    linear = conversation.active_leaf is None and leaf is None
+    if linear and wanted > reach and len(recent.messages) >= reach:
         recent = store.read_recent(owner, conversation_id, wanted)
         if recent.conversation is None or recent.conversation.is_deleted:
             raise not_found(conversation_id)
-    return recent
+    return paths.active_history(recent, wanted, leaf=leaf)
 
 
 def _window_message(message: Message) -> dict[str, Any]:

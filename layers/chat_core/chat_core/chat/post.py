@@ -12,13 +12,13 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core.chat import recording
+from chat_core.chat import paths, recording
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import assemble_window
 from chat_core.chat.deadlines import store_deadline
 from chat_core.chat.rules import check_id, check_parts
-from chat_core.chat.turns import append_to_conversation, start_conversation
-from chat_core.chat.views import PostOutcome, post_body
+from chat_core.chat.turns import Branch, Turn, append_to_conversation, regenerate_turn, start_conversation
+from chat_core.chat.views import PostOutcome, message_view, post_body
 from chat_core.engine import tool_pairing
 from chat_core.errors import (
     IdempotencyKeyReused,
@@ -33,6 +33,7 @@ from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import idempotency as idempotency_store
+from chat_core.store.items import Message
 
 if TYPE_CHECKING:
     from chat_core.http.schemas import PostMessageIn
@@ -46,6 +47,7 @@ def post_message(
     context: Any = None,
     provider: ChatProvider | None = None,
     on_chunk: ChunkSink | None = None,
+    branch: Branch | None = None,
 ) -> PostOutcome:
     """POST /messages (seed 003, DES-1 "Posting, in order"; seed 002 turn log; agent tool messages).
 
@@ -55,17 +57,23 @@ def post_message(
     Idempotency-Key the first outcome (the turn, or the model's failure) is stored and replayed; the same
     key with another body is refused. With `on_chunk` the model's answer is streamed to it as it
     arrives (API-14); a replay streams nothing (the caller has the whole turn in the outcome).
+    An edit or a regeneration (API-18, `branch`) is the same post continuing from another message.
     """
 
     settings = get_settings()
-    check_before_io(request, settings, new=request.conversation_id is None)
+    if branch is None or branch.kind == "edit":
+        check_before_io(request, settings, new=request.conversation_id is None)
     if idempotency_key is None:
         try:
-            return _post(owner, request, context, settings, provider, on_chunk)
+            return _post(owner, request, context, settings, provider, on_chunk, branch)
         except ReplyNotStored as exc:
             unsaved: PostOutcome = exc.outcome
             return unsaved
-    payload = {"owner": owner, "key": idempotency_key, "body": request.model_dump(mode="json")}
+    body = request.model_dump(mode="json")
+    if branch is not None:
+        # The same key on another route (or another message) is another request: refused, not replayed.
+        body["_branch"] = {"kind": branch.kind, "of": branch.of.message_id}
+    payload = {"owner": owner, "key": idempotency_key, "body": body}
     config, run = _idempotent_post(settings)
     if context is not None:
         config.register_lambda_context(context)
@@ -79,6 +87,7 @@ def post_message(
             provider=provider,
             message=request,
             on_chunk=on_chunk,
+            branch=branch,
         )
     except ReplyNotStored as exc:
         # Raised inside the idempotent function, so its record is removed: a retry runs the turn again.
@@ -126,7 +135,12 @@ def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
     user = found.get(int(user_seq)) if user_seq is not None else None
     assistant = found.get(int(reply_seq)) if reply_seq is not None else None
     logger.info("idempotent replay", conversation_id=conversation_id, seq=first)
-    body = post_body(conversation_id, recorded, user, assistant)
+    conversation = store.get_conversation(owner, conversation_id)
+    view: Callable[[Message], dict[str, Any]] = message_view
+    if conversation is not None:
+        parents = paths.Parents(owner, conversation, list(found.values()))
+        view = lambda m: paths.with_parent(message_view(m), m, parents)  # noqa: E731
+    body = post_body(conversation_id, recorded, user, assistant, view)
     return PostOutcome(
         body=body,
         # Records written before `model_failed` existed hold the HTTP status the post answered.
@@ -173,9 +187,10 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
         provider: ChatProvider | None,
         message: PostMessageIn,
         on_chunk: ChunkSink | None = None,
+        branch: Branch | None = None,
     ) -> dict[str, Any]:
         # `request` is what the key and the payload check hash; `message` is the same body, validated.
-        outcome = _post(request["owner"], message, context, settings, provider, on_chunk)
+        outcome = _post(request["owner"], message, context, settings, provider, on_chunk, branch)
         sink.append(outcome)
         return {
             "model_failed": outcome.model_failed,
@@ -204,16 +219,19 @@ def _post(
     settings: Settings,
     provider: ChatProvider | None,
     on_chunk: ChunkSink | None = None,
+    branch: Branch | None = None,
 ) -> PostOutcome:
-    if request.conversation_id is None:
+    if branch is not None and branch.kind == "regenerate":
+        turn = regenerate_turn(owner, request, settings, branch, context)
+    elif request.conversation_id is None:
         turn = start_conversation(owner, request, settings)
     else:
-        turn = append_to_conversation(owner, request, settings, context)
+        turn = append_to_conversation(owner, request, settings, context, branch=branch)
     conversation_id = turn.conversation.conversation_id
     if turn.reply_seq is None:
         # MAX_TURN_STEPS reached: the tool results are stored and the turn ended; the model is not asked.
         logger.info("turn ended at max steps", conversation_id=conversation_id, turn=turn.recorder.turn)
-        body = post_body(conversation_id, turn.recorded, turn.user, None)
+        body = _post_body(turn, None)
         return turn.outcome(body)
     window = assemble_window(
         turn.conversation,
@@ -260,7 +278,7 @@ def _post(
         recording.close_failed_turn(
             turn.conversation, assistant, exc, turn=written, turn_on_item=turn.resumed
         )
-        body = post_body(conversation_id, turn.recorded, turn.user, assistant)
+        body = _post_body(turn, assistant)
         body["assistant_message"]["stored"] = False
         body["error"] = {
             "code": ReplyNotStored.code,
@@ -284,8 +302,28 @@ def _post(
         prompt_tokens=reported[0],
         local_prompt_tokens=local[0],
     )
-    body = post_body(conversation_id, turn.recorded, turn.user, assistant)
+    body = _post_body(turn, assistant)
     return turn.outcome(body, model_failed=failure is not None)
+
+
+def _post_body(turn: Turn, assistant: Message | None) -> dict[str, Any]:
+    """The post's answer, each message with its `parent_id` (API-18) from what the post read: no read
+    is added (the parent is the message the post continued, which its read holds)."""
+    written = [*turn.recorded, *([turn.user] if turn.user is not None else [])]
+    parents = paths.Parents(
+        turn.conversation.owner,
+        turn.conversation,
+        [*turn.read, *turn.history, *written, *([assistant] if assistant is not None else [])],
+        fetch=False,
+        covered_from=turn.covered_from,
+    )
+    return post_body(
+        turn.conversation.conversation_id,
+        turn.recorded,
+        turn.user,
+        assistant,
+        view=lambda m: paths.with_parent(message_view(m), m, parents),
+    )
 
 
 def reset_process_state() -> None:

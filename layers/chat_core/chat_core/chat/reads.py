@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chat_core.chat import paths
 from chat_core.chat.paging import decode_cursor, encode_cursor
 from chat_core.chat.rules import check_id, not_found
-from chat_core.chat.views import conversation_view, message_view
+from chat_core.chat.views import conversation_view
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
 from chat_core.store.keys import (
@@ -55,7 +56,8 @@ def list_conversations(owner: str, *, limit: int, cursor: str | None = None) -> 
 def get_conversation(
     owner: str, conversation_id: str, *, limit: int, cursor: str | None = None
 ) -> dict[str, Any]:
-    """GET /conversations/{id}: the conversation and one page of its messages, oldest first."""
+    """GET /conversations/{id}: the conversation and one page of its active path's messages, oldest
+    first, each with its `parent_id` (API-18; deleted messages left out)."""
     check_id(conversation_id)
     pk = conversation_pk(owner, conversation_id)
     scope = f"{MESSAGES_SCOPE}:{conversation_id}"
@@ -67,11 +69,11 @@ def get_conversation(
     conversation = store.get_conversation(owner, conversation_id)
     if conversation is None or conversation.is_deleted:
         raise not_found(conversation_id)
-    page = store.page_messages(owner, conversation_id, limit, start)
+    messages, last_key = paths.path_page(owner, conversation, limit, start)
     metrics.add_metric(name="ConversationsRead", unit=MetricUnit.Count, value=1)
     view = conversation_view(conversation)
-    view["messages"] = [message_view(m) for m in page.items]
-    view["next_cursor"] = encode_cursor(owner, scope, page.last_key) if page.last_key else None
+    view["messages"] = messages
+    view["next_cursor"] = encode_cursor(owner, scope, last_key) if last_key else None
     return view
 
 

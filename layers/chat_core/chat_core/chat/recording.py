@@ -179,6 +179,7 @@ def close_failed_turn(
     """
     why = getattr(cause, "code", None) or type(cause).__name__
     fallback = error_reply(conversation, int(reply.seq), UNSTORED_REPLY.format(cause=why), model=reply.model)
+    fallback.parent_seq = reply.parent_seq
     state = TurnState.from_json(turn)
     recorder = TurnRecorder.resume(state) if state is not None else None
     events = _closing_events(conversation, recorder, fallback, "fallback")
@@ -202,9 +203,14 @@ def _age_s(created_at: str | None, now: datetime) -> float:
 
 
 def abandoned_slots(
-    messages: Sequence[Message], next_seq: int, now: datetime, stale_after_s: float
+    messages: Sequence[Message],
+    next_seq: int,
+    now: datetime,
+    stale_after_s: float,
+    slot_parents: Mapping[str, Any] | None = None,
 ) -> list[int]:
-    """Sequence numbers below `next_seq` with no message, whose preceding message is older than a turn.
+    """Sequence numbers below `next_seq` with no message, whose preceding message is older than a turn
+    (a regeneration's slot, API-18: whose reservation is; it does not follow the message before it).
 
     TransactWrite #1 reserves the reply's slot; only a post that died (or could not write at all) leaves
     it empty for longer than a function may run. Slots of posts still running are left alone.
@@ -214,22 +220,30 @@ def abandoned_slots(
         return []
     slots = []
     for seq in range(min(by_seq), int(next_seq)):
-        before = by_seq.get(seq - 1)
-        if seq in by_seq or before is None:
+        if seq in by_seq:
             continue
-        if _age_s(before.created_at, now) >= stale_after_s:
+        entry = (slot_parents or {}).get(str(seq))
+        before = by_seq.get(seq - 1)
+        if isinstance(entry, Mapping):
+            reserved_at = entry.get("at")
+        elif before is not None:
+            reserved_at = before.created_at
+        else:
+            continue
+        if _age_s(reserved_at, now) >= stale_after_s:
             slots.append(seq)
     return slots
 
 
 def _abandoned_turn(
-    conversation: Conversation, before: Message
+    conversation: Conversation, message_id: str
 ) -> tuple[TurnRecorder | None, Mapping[str, Any] | None]:
-    """The turn the post that wrote `before` ran, resumed from its stored events, and that turn's state
-    on the conversation item, if the item still holds it (a crashed post of tool results leaves it)."""
-    logged = repair.read_turn_of(conversation, before.message_id)
+    """The turn that recorded `message_id` (the message before the slot, or the one a regeneration
+    answered again), resumed from its stored events, and that turn's state on the conversation item, if
+    the item still holds it (a crashed post of tool results leaves it)."""
+    logged = repair.read_turn_of(conversation, message_id)
     if logged is None:
-        logger.warning("interrupted turn not found in the turn log; closed without turn_end", seq=before.seq)
+        logger.warning("interrupted turn not found in the turn log; closed without turn_end", ref=message_id)
         return None, None
     recorder = turnlog.resume_from_log(logged)
     if recorder is None:
@@ -251,15 +265,25 @@ def repair_abandoned(
     Never raises: a post must not fail because an old turn could not be repaired this time.
     """
     settings = settings or get_settings()
+    slot_parents = conversation.slot_parents or {}
     slots = abandoned_slots(
-        messages, int(conversation.next_seq), datetime.now(UTC), settings.abandoned_turn_seconds
+        messages,
+        int(conversation.next_seq),
+        datetime.now(UTC),
+        settings.abandoned_turn_seconds,
+        slot_parents,
     )
     by_seq = {int(m.seq): m for m in messages}
     closed = 0
     for seq in slots:
         reply = error_reply(conversation, seq, INTERRUPTED_TURN)
+        entry = slot_parents.get(str(seq))
+        if isinstance(entry, Mapping):
+            reply.parent_seq, ref = int(entry["parent"]), str(entry.get("ref") or "")
+        else:
+            ref = by_seq[seq - 1].message_id
         try:
-            recorder, open_turn = _abandoned_turn(conversation, by_seq[seq - 1])
+            recorder, open_turn = _abandoned_turn(conversation, ref)
             events = _closing_events(conversation, recorder, reply, "repair")
             closed += repair.close_turn(conversation, reply, events=events, open_turn=open_turn)
         except StoreUnavailable as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from chat_core.chat import attachments, recording
 from chat_core.chat.assembly import read_history
@@ -22,6 +22,7 @@ from chat_core.errors import ConversationBusy, InvalidInput, StoreUnavailable, T
 from chat_core.observability import logger
 from chat_core.settings import Settings
 from chat_core.store import conversations as store
+from chat_core.store import tree
 from chat_core.store.items import Conversation, Message, Summary
 from chat_core.store.keys import new_id
 
@@ -52,6 +53,13 @@ class Turn:
     #: API-11/12: what the model call sends besides the messages (the conversation's defaults under
     #: the post's own settings), checked before anything was written.
     generation: TurnSettings = NO_SETTINGS
+    #: API-18: the reply's parent when it is stored with one (a branched conversation's messages are);
+    #: None: the message before it.
+    reply_parent: int | None = None
+    #: Every message the post's Query read, and the seq from which it read all (API-18: the answer's
+    #: `parent_id`s come from them, without another read).
+    read: Sequence[Message] = ()
+    covered_from: int = 1
 
     def outcome(
         self, body: dict[str, Any], *, model_failed: bool = False, reply_stored: bool = True
@@ -67,6 +75,37 @@ class Turn:
             reply_seq=self.reply_seq,
             last_seq=last,
         )
+
+
+@dataclass(frozen=True)
+class Branch:
+    """API-18: a post that continues from `parent` instead of the active leaf. An edit stores a new
+    user message beside `of` (a user message); a regeneration asks the model again for a new answer
+    beside `of` (an answer) and stores no user message."""
+
+    kind: Literal["edit", "regenerate"]
+    of: Message
+    parent: int
+
+    @property
+    def meta(self) -> dict[str, str]:
+        return {"edits" if self.kind == "edit" else "regenerates": self.of.message_id}
+
+
+def _tree_write(
+    conversation: Conversation,
+    owner: str,
+    parent: int,
+    first_seq: int,
+    leaf: int,
+    *,
+    slot_parents: Mapping[str, Any] | store._Keep | None = store.KEEP,
+) -> store.TreeWrite:
+    """How a branched write moves the active path: from `parent` through new messages from `first_seq`
+    on, ending at `leaf`."""
+    expected = int(conversation.active_leaf) if conversation.active_leaf is not None else None
+    links = tree.link_items(owner, conversation.conversation_id, [(parent, first_seq)])
+    return store.TreeWrite(expected_leaf=expected, leaf=leaf, links=links, slot_parents=slot_parents)
 
 
 def _stored_parts(
@@ -214,7 +253,12 @@ def conversation_tokens(conversation: Conversation, step: Tokens | None = None) 
 
 
 def append_to_conversation(
-    owner: str, request: PostMessageIn, settings: Settings, context: Any = None
+    owner: str,
+    request: PostMessageIn,
+    settings: Settings,
+    context: Any = None,
+    *,
+    branch: Branch | None = None,
 ) -> Turn:
     """The Query, then TransactWrite #1; on contention, the post takes its own slots instead.
 
@@ -226,6 +270,10 @@ def append_to_conversation(
     A post of a new turn that loses that race reserves its slots with one atomic update and writes into
     them, so concurrent posters never queue behind one another; a post of tool results re-reads and
     retries (it must see the turn's state). Either way the wait is bounded by `wait_deadline`.
+
+    API-18: on a branched conversation the post continues its active path and moves the active leaf to
+    its reply, expecting the leaf as read (posts there re-read and retry rather than take slots); an
+    edit (`branch`) continues from the edited message's parent instead and leaves any open turn behind.
     """
 
     conversation_id = str(request.conversation_id)
@@ -233,13 +281,15 @@ def append_to_conversation(
     deadline = wait_deadline(context, settings)
     stored_parts: list[dict[str, Any]] | None = None
     for attempt in range(max(1, settings.post_attempts)):
-        recent = read_history(owner, conversation_id, None)
+        recent = read_history(owner, conversation_id, None, leaf=branch.parent if branch else None)
         conversation = recent.conversation
         assert conversation is not None
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
-            recording.repair_abandoned(conversation, recent.messages, settings)
-        state, pending = pending_calls(conversation, recent.messages)
+            recording.repair_abandoned(conversation, recent.read, settings)
+        state, pending = pending_calls(conversation, recent.read)
+        if branch is not None:
+            state, pending = None, []  # an edit leaves a turn waiting for tool results behind
         if pending and request.content is not None:
             ids = ", ".join(call["id"] for call in pending)
             raise ToolResultsPending(
@@ -255,8 +305,12 @@ def append_to_conversation(
         if stored_parts is None and request.content is not None:
             # Written once the conversation is known to be the caller's and the post is accepted.
             stored_parts = _stored_parts(owner, conversation_id, request, settings)
-        if attempt > 0 and not pending:
-            return _reserve_turn(owner, request, recent, names, model, deadline, settled, stored_parts)
+        branched = branch is not None or conversation.active_leaf is not None
+        if attempt > 0 and not pending and not branched:
+            reserved = _reserve_turn(owner, request, recent, names, model, deadline, settled, stored_parts)
+            if reserved is not None:
+                return reserved
+            continue  # the conversation branched meanwhile: continue its active path instead
         seq = int(conversation.next_seq)
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
@@ -269,10 +323,15 @@ def append_to_conversation(
             turn_number = int(conversation.turn_count or 0) + 1
             recorder = TurnRecorder.new(turn_number)
             assert user is not None
-            recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
+            recorder.turn_start(
+                user.content or "",
+                tokens=int(user.tokens),
+                message_id=user.message_id,
+                branch=branch.meta if branch is not None else None,
+            )
         _record_client_steps(recorder, recorded_in, recorded)
         at_limit = bool(pending) and recorder.state.model_calls >= settings.max_turn_steps
-        unreconciled = _unreconciled(recent.messages)
+        unreconciled = _unreconciled(recent.read)
         open_turn = _turn_state_to_catch_up(unreconciled)
         if at_limit:
             recorder.end("max_steps", conversation_tokens=conversation_tokens(conversation))
@@ -281,7 +340,16 @@ def append_to_conversation(
             open_turn = (
                 recorder.state.to_json()
             )  # results in: a concurrent post of the same ones is an orphan
+        elif branch is not None:
+            open_turn = None
         messages = [*recorded, *([user] if user is not None else [])]
+        reply_seq = None if at_limit else seq + len(messages)
+        shape: store.TreeWrite | None = None
+        if branched:
+            parent = branch.parent if branch is not None else int(conversation.active_leaf or 0)
+            tree.link_parents(messages, parent)
+            leaf = reply_seq if reply_seq is not None else int(messages[-1].seq)
+            shape = _tree_write(conversation, owner, parent, seq, leaf)
         try:
             store.append_messages(
                 conversation,
@@ -292,10 +360,11 @@ def append_to_conversation(
                 open_turn=open_turn,
                 reserve_reply=not at_limit,
                 reconcile=unreconciled,
+                tree=shape,
             )
         except store.SequenceConflict:
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
-            if not pending:
+            if not pending and not branched:
                 # A new turn takes its own slots next (one atomic update): nothing to wait for, so a
                 # slow store cannot run its wait out before it has even tried.
                 continue
@@ -312,13 +381,96 @@ def append_to_conversation(
             model,
             recorder,
             first_seq=seq,
-            reply_seq=None if at_limit else seq + len(messages),
+            reply_seq=reply_seq,
             summary=recent.summary,
             resumed=bool(pending),
             tail_from_seq=state.call_seq if state is not None and pending else None,
             generation=settled,
+            reply_parent=(reply_seq - 1) if branched and reply_seq is not None else None,
+            read=recent.read,
+            covered_from=recent.covered_from,
         )
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
+
+
+def regenerate_turn(
+    owner: str, request: PostMessageIn, settings: Settings, branch: Branch, context: Any = None
+) -> Turn:
+    """API-18: TransactWrite #1 of a regeneration: a new turn and the answer's reply slot, whose parent
+    (the message `branch.of` answered) the conversation keeps while the model answers; the active leaf
+    moves to the slot. No message is written before the model call.
+
+    The window is the path up to that parent, its last user message and what followed it (tool calls
+    and results) sent whole, as the answer being replaced saw them.
+    """
+    conversation_id = str(request.conversation_id)
+    deadline = wait_deadline(context, settings)
+    for attempt in range(max(1, settings.post_attempts)):
+        recent = read_history(owner, conversation_id, None, leaf=branch.parent)
+        conversation = recent.conversation
+        assert conversation is not None
+        if attempt == 0:
+            recording.repair_abandoned(conversation, recent.read, settings)
+        if not recent.messages or int(recent.messages[-1].seq) != branch.parent:
+            raise InvalidInput(
+                "the message this answer replied to is gone (deleted, or there was none): there is "
+                "nothing to answer again",
+                field="message_id",
+            )
+        model = request.model or conversation.model
+        settled = turn_settings(conversation.defaults, request.settings(), model)
+        slot = int(conversation.next_seq)
+        answered = recent.messages[-1]
+        turn_number = int(conversation.turn_count or 0) + 1
+        recorder = TurnRecorder.new(turn_number)
+        recorder.turn_start(
+            answered.content or "",
+            tokens=int(answered.tokens),
+            message_id=answered.message_id,
+            branch=branch.meta,
+        )
+        now = now_iso()
+        parents = tree.with_slot_parent(
+            conversation.slot_parents, slot, branch.parent, now, answered.message_id
+        )
+        shape = _tree_write(conversation, owner, branch.parent, slot, slot, slot_parents=parents)
+        unreconciled = _unreconciled(recent.read)
+        try:
+            store.append_messages(
+                conversation,
+                [],
+                now,
+                events=recorder.take_events(),
+                turn=turn_number,
+                open_turn=None,  # a turn waiting for tool results is left behind on the other branch
+                reconcile=unreconciled,
+                tree=shape,
+            )
+        except store.SequenceConflict:
+            pause = recording.contention_backoff(attempt)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
+            continue
+        users = [i for i, m in enumerate(recent.messages) if m.role == "user"]
+        tail_from = int(recent.messages[users[-1]].seq) if users else branch.parent
+        return Turn(
+            conversation,
+            None,
+            [],
+            list(recent.messages),
+            model,
+            recorder,
+            first_seq=slot,
+            reply_seq=slot,
+            summary=recent.summary,
+            tail_from_seq=tail_from,
+            generation=settled,
+            reply_parent=branch.parent,
+            read=recent.read,
+            covered_from=recent.covered_from,
+        )
+    raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
 
 
 def _reserve_turn(
@@ -330,11 +482,12 @@ def _reserve_turn(
     deadline: float,
     settled: TurnSettings,
     stored_parts: list[dict[str, Any]] | None,
-) -> Turn:
+) -> Turn | None:
     """A new turn on a contended conversation: its slots taken by one atomic update, then written.
 
     Only a store that applies updates non-atomically can hand two posts the same slots; the loser's
-    write fails its conditions and it reserves again, until the deadline.
+    write fails its conditions and it reserves again, until the deadline. None when the conversation
+    branched meanwhile (API-18).
     """
 
     conversation = recent.conversation
@@ -346,6 +499,8 @@ def _reserve_turn(
     for attempt in range(64):
         try:
             slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
+        except store.SequenceConflict:
+            return None  # it branched meanwhile (API-18): its posts continue the active path
         except StoreUnavailable:
             # A transaction on the conversation item at the same moment (TransactionConflict): retry.
             pause = recording.contention_backoff(attempt)
@@ -360,7 +515,7 @@ def _reserve_turn(
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
         _record_client_steps(recorder, recorded_in, recorded)
-        unreconciled = _unreconciled(recent.messages)
+        unreconciled = _unreconciled(recent.read)
         try:
             store.put_reserved(
                 conversation,
@@ -388,5 +543,7 @@ def _reserve_turn(
             reply_seq=slots.first_seq + count,
             summary=recent.summary,
             generation=settled,
+            read=recent.read,
+            covered_from=recent.covered_from,
         )
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")

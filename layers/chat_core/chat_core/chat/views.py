@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,14 +129,19 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
 
 
 def post_body(
-    conversation_id: str, recorded: Sequence[Message], user: Message | None, assistant: Message | None
+    conversation_id: str,
+    recorded: Sequence[Message],
+    user: Message | None,
+    assistant: Message | None,
+    view: Callable[[Message], dict[str, Any]] = message_view,
 ) -> dict[str, Any]:
     """`{conversation_id, messages?, user_message, assistant_message}`: `messages` (the tool messages the
     post recorded) only when there were some; `user_message` is null on a post of tool results and
-    `assistant_message` null when the turn ended at MAX_TURN_STEPS without asking the model again."""
+    `assistant_message` null when the turn ended at MAX_TURN_STEPS without asking the model again.
+    `view` renders each message (the post's adds `parent_id`, API-18)."""
     body: dict[str, Any] = {"conversation_id": conversation_id}
     if recorded:
-        body["messages"] = [message_view(m) for m in recorded]
-    body["user_message"] = message_view(user) if user is not None else None
-    body["assistant_message"] = message_view(assistant) if assistant is not None else None
+        body["messages"] = [view(m) for m in recorded]
+    body["user_message"] = view(user) if user is not None else None
+    body["assistant_message"] = view(assistant) if assistant is not None else None
     return body

@@ -145,3 +145,49 @@ def pair_results(
             field="messages",
         )
     return names
+
+
+def open_calls(history: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The calls of the newest assistant message with `tool_calls` in `history` (oldest first) that no
+    later tool message answers ([{"id", "name"}])."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.get("role") == "assistant" and _calls(message):
+            answered = {str(m.get("tool_call_id")) for m in history[index + 1 :] if m.get("role") == "tool"}
+            return [
+                {"id": str(call.get("id")), "name": str(_function(call).get("name") or "")}
+                for call in _calls(message)
+                if str(call.get("id")) not in answered
+            ]
+    return []
+
+
+def pair_appended(
+    messages: Sequence[Mapping[str, Any]], pending: Sequence[Mapping[str, str]]
+) -> list[str | None]:
+    """API-18 append: every tool result answers a call still open at that point (the path's newest
+    unanswered calls, or those of an appended assistant message), once; unlike a post, calls may stay
+    unanswered for a later append (a window leaves an incomplete group out). Returns each message's tool
+    name (None for other messages); raises OrphanToolResult (422)."""
+    waiting: dict[str, str] = {str(c["id"]): str(c.get("name") or "") for c in pending}
+    names: list[str | None] = []
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if message.get("role") == "tool":
+            call_id = str(message.get("tool_call_id"))
+            if call_id not in waiting:
+                listed = ", ".join(sorted(waiting)) or "none"
+                raise OrphanToolResult(
+                    f"{where} answers tool call {call_id!r}, which is not open (open calls: {listed})",
+                    field=f"{where}.tool_call_id",
+                )
+            names.append(waiting.pop(call_id))
+            continue
+        calls = _calls(message)
+        if calls:
+            ids = [str(call.get("id")) for call in calls]
+            if len(set(ids)) != len(ids):
+                raise InvalidInput(f"{where}.tool_calls repeats a call id", field=f"{where}.tool_calls")
+            waiting = {str(call.get("id")): str(_function(call).get("name") or "") for call in calls}
+        names.append(None)
+    return names

@@ -23,7 +23,18 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 EventType = Literal[
-    "session_start", "turn_start", "assistant", "action", "observation", "final", "turn_end", "session_end"
+    "session_start",
+    "turn_start",
+    "assistant",
+    "action",
+    "observation",
+    "final",
+    "turn_end",
+    "session_end",
+    # API-18: history changed without a model call.
+    "append",
+    "delete",
+    "switch",
 ]
 TurnStatus = Literal["ok", "error", "max_steps", "incomplete"]
 #: Who ended a turn whose reply was never stored: its own post after the reply write failed, or a later one.
@@ -246,14 +257,21 @@ class TurnRecorder:
 
     # -- steps --------------------------------------------------------------------------------------
 
-    def turn_start(self, content: str, *, tokens: int, message_id: str) -> None:
-        """`turn_start`: the user's input; `meta.tokens.prompt` is its count (stored at write, TOK-5)."""
-        self._emit(
-            "turn_start",
-            content=content,
-            role="user",
-            meta={"tokens": {"prompt": tokens}, "messageId": message_id},
-        )
+    def turn_start(
+        self, content: str, *, tokens: int, message_id: str, branch: Mapping[str, str] | None = None
+    ) -> None:
+        """`turn_start`: the user's input; `meta.tokens.prompt` is its count (stored at write, TOK-5).
+        A turn that starts a branch (API-18) says so: `meta.edits` (the user message it replaces) or
+        `meta.regenerates` (the answer it replaces; `messageId` is then the message answered again)."""
+        meta: dict[str, Any] = {"tokens": {"prompt": tokens}, "messageId": message_id}
+        meta.update(branch or {})
+        self._emit("turn_start", content=content, role="user", meta=meta)
+
+    def history_step(self, type_: EventType, *, meta: Mapping[str, Any], content: str | None = None) -> None:
+        """API-18: a change of history without a model call (`append`, `delete`, `switch`): one step of a
+        turn of its own."""
+        self.state.step += 1
+        self._emit(type_, step=self.state.step, content=content, meta=dict(meta))
 
     def client_message(self, message: Mapping[str, Any], *, message_id: str, tokens: int) -> None:
         """A message the client recorded (an agent's own assistant step or a tool result)."""

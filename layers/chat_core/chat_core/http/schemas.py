@@ -349,3 +349,88 @@ class BuildWindowIn(ModelSettingsIn):
 
     def parts(self) -> list[dict[str, Any]] | None:
         return content_parts(self.content)
+
+
+# ------------------------------------------------------------------------ branches and history (API-18)
+
+#: A message id as the service makes them (checked by chat_core; a malformed one is 404 like unknown).
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+def _as_post(conversation_id: str, fields: ModelSettingsIn, **extra: Any) -> PostMessageIn:
+    """The post an edit or a regeneration runs (its fields are validated already)."""
+    values = {name: getattr(fields, name) for name in ModelSettingsIn.model_fields}
+    return PostMessageIn.model_construct(conversation_id=conversation_id, messages=None, **values, **extra)
+
+
+class EditMessageIn(ModelSettingsIn):
+    """POST /conversations/{id}/messages/{message_id}/edit: the user message's new content (text or
+    content parts, held to a post's limits) and this turn's settings; the model answers on the new branch."""
+
+    content: str | list[ContentPartIn]
+    model: ModelName | None = None
+
+    def as_post(self, conversation_id: str) -> PostMessageIn:
+        return _as_post(conversation_id, self, content=self.content, model=self.model)
+
+
+class RegenerateIn(ModelSettingsIn):
+    """POST /conversations/{id}/messages/{message_id}/regenerate: optional settings for the new answer."""
+
+    model: ModelName | None = None
+
+    def as_post(self, conversation_id: str) -> PostMessageIn:
+        return _as_post(conversation_id, self, content=None, model=self.model)
+
+
+class SetActiveIn(_Strict):
+    """PUT /conversations/{id}/active: the message the active path ends at."""
+
+    message_id: MessageId
+
+
+class UsageIn(_Strict):
+    """An appended answer's usage as its model reported it."""
+
+    prompt_tokens: int = Field(ge=0, le=10_000_000)
+    completion_tokens: int = Field(ge=0, le=10_000_000)
+    total_tokens: int | None = Field(default=None, ge=0, le=20_000_000)
+
+
+class AppendUserIn(_Strict):
+    role: Literal["user"]
+    #: Held to a post's limits (API-3, API-15).
+    content: str | list[ContentPartIn]
+
+
+class AppendSystemIn(_Strict):
+    """A system note: kept in the history at its place (the conversation's system prompt stays first)."""
+
+    role: Literal["system"]
+    content: str
+
+
+class AppendAssistantIn(AssistantMessageIn):
+    """An answer given elsewhere: its text and/or tool calls, the model and the usage it reported."""
+
+    model: ModelName | None = None
+    usage: UsageIn | None = None
+    refusal: str | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> AppendAssistantIn:
+        if not self.content and not self.tool_calls and not self.refusal:
+            raise ValueError("an assistant message needs content, tool_calls or refusal")
+        return self
+
+
+AppendMessageIn = Annotated[
+    AppendUserIn | AppendSystemIn | AppendAssistantIn | ToolMessageIn, Field(discriminator="role")
+]
+
+
+class AppendMessagesIn(_Strict):
+    """POST /conversations/{id}/messages: messages stored as given at the end of the active path, with
+    no model call (agent frameworks, imports). Tool results must answer calls still open on the path."""
+
+    messages: list[AppendMessageIn] = Field(min_length=1, max_length=30)

@@ -6,7 +6,7 @@ import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +39,23 @@ class Recent:
     conversation: Conversation | None
     messages: list[Message]
     summary: Summary | None = None
+    #: Whether the Query read every message (else `messages` are the newest ones only).
+    exhaustive: bool = False
+    #: API-18: every message the Query read (on a branched conversation `messages` is the active path).
+    page: list[Message] | None = None
+
+    @property
+    def read(self) -> list[Message]:
+        """Every message read, on the active path or not (repairs and pending totals look at all)."""
+        return self.page if self.page is not None else self.messages
+
+    @property
+    def covered_from(self) -> int:
+        """Every message with a seq from here on was read (a missing one is a reply slot not filled)."""
+        read = self.read
+        if self.exhaustive or not read:
+            return 1
+        return min(int(m.seq) for m in read)
 
 
 @dataclass(frozen=True)
@@ -102,9 +119,10 @@ def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
             summary = item
         elif isinstance(item, Message):
             found.append(item)
+    exhaustive = len(raw.get("Items", [])) < messages + 2
     del found[messages:]
     found.reverse()
-    return Recent(conversation=conversation, messages=found, summary=summary)
+    return Recent(conversation=conversation, messages=found, summary=summary, exhaustive=exhaustive)
 
 
 def get_conversation(owner: str, conversation_id: str) -> Conversation | None:
@@ -286,21 +304,24 @@ def request_token(*parts: object) -> str:
 
 
 def _transact(items: Sequence[_Item], token: str | None = None) -> None:
-    """Run one TransactWrite of ("put"|"update", model, condition, actions) entries."""
+    """Run one TransactWrite of ("put"|"update"|"delete", model, condition, actions) entries."""
     settings = base.bind()
     try:
         with TransactWrite(connection=base.connection(settings), client_request_token=token) as tx:
             for op, model, condition, actions in items:
                 if op == "put":
                     tx.save(model, condition=condition)
+                elif op == "delete":
+                    tx.delete(model, condition=condition)
                 else:
                     tx.update(model, actions=actions or [], condition=condition)
     except TransactWriteError as exc:
         if exc.cause_response_code == "TransactionCanceledException":
             sent = [r.code if r is not None else None for r in exc.cancellation_reasons]
-            # PynamoDB sends all puts before all updates; report the reasons in the caller's order.
-            order = [i for i, item in enumerate(items) if item[0] == "put"]
-            order += [i for i, item in enumerate(items) if item[0] != "put"]
+            # PynamoDB sends deletes, then puts, then updates; report the reasons in the caller's order.
+            order = [i for i, item in enumerate(items) if item[0] == "delete"]
+            order += [i for i, item in enumerate(items) if item[0] == "put"]
+            order += [i for i, item in enumerate(items) if item[0] == "update"]
             reasons: list[str | None] = [None] * len(items)
             for position, index in enumerate(order[: len(sent)]):
                 reasons[index] = sent[position]
@@ -316,7 +337,7 @@ class _Keep:
 
 
 KEEP = _Keep()
-OpenTurn = Mapping[str, Any] | None | _Keep
+OpenTurn = Mapping[str, Any] | _Keep | None
 _TX_ITEMS = 100  # DynamoDB's limit of items per TransactWriteItems
 
 
@@ -415,10 +436,8 @@ def _totals_actions(reported: Sequence[int], local: Sequence[int]) -> list[Any]:
     ]
 
 
-def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
-    """Items and conversation actions that fold replies stored on their own into the totals, once: each
-    reply's `pending_totals` is removed in the same transaction, conditioned on it still being there."""
-    items: list[_Item] = []
+def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int]]:
+    """The reported and local usage that replies stored on their own still owe the totals."""
     reported, local = [0, 0, 0], [0, 0]
     for reply in replies:
         pending = reply.pending_totals or {}
@@ -426,17 +445,53 @@ def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
             reported[i] += int(value)
         for i, value in enumerate(pending.get("local") or (0, 0)):
             local[i] += int(value)
-        items.append(
-            (
-                "update",
-                Message(reply.pk, reply.sk),
-                Message.pending_totals.exists(),
-                [Message.pending_totals.remove()],
-            )
-        )
+    return reported, local
+
+
+def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
+    """Items and conversation actions that fold replies stored on their own into the totals, once: each
+    reply's `pending_totals` is removed in the same transaction, conditioned on it still being there."""
     if not replies:
         return [], []
+    items: list[_Item] = [
+        (
+            "update",
+            Message(reply.pk, reply.sk),
+            Message.pending_totals.exists(),
+            [Message.pending_totals.remove()],
+        )
+        for reply in replies
+    ]
+    reported, local = _pending_sums(replies)
     return items, [Conversation.message_count.add(len(replies)), *_totals_actions(reported, local)]
+
+
+@dataclass(frozen=True)
+class TreeWrite:
+    """API-18: how a write moves a conversation's active path. `expected_leaf` is the active leaf as read
+    (None: the conversation never branched), `leaf` the one after the write; `links` are the branch
+    links of messages that do not follow their parent; `slot_parents` the conversation's new map of
+    regenerations' reply slots (KEEP leaves it)."""
+
+    expected_leaf: int | None
+    leaf: int
+    links: Sequence[TableItem] = ()
+    slot_parents: Mapping[str, Any] | _Keep | None = field(default_factory=_Keep)
+
+    def unchanged(self) -> Any:
+        if self.expected_leaf is None:
+            return Conversation.active_leaf.does_not_exist()
+        return Conversation.active_leaf == self.expected_leaf
+
+    def actions(self) -> list[Any]:
+        actions: list[Any] = [Conversation.active_leaf.set(self.leaf)]
+        if isinstance(self.slot_parents, _Keep):
+            return actions
+        if self.slot_parents:
+            actions.append(Conversation.slot_parents.set(dict(self.slot_parents)))
+        else:
+            actions.append(Conversation.slot_parents.remove())
+        return actions
 
 
 def append_messages(
@@ -449,43 +504,61 @@ def append_messages(
     open_turn: OpenTurn = KEEP,
     reserve_reply: bool = True,
     reconcile: Sequence[Message] = (),
+    tree: TreeWrite | None = None,
+    added: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> None:
     """TransactWrite #1: put `messages` from `next_seq` on, reserve the reply's slot right after them
     (unless no model call follows), bump the counters and record the turn's events and state. Replies
-    in `reconcile` (stored on their own earlier) are added to the totals in the same transaction.
+    in `reconcile` (stored on their own earlier) are added to the totals in the same transaction, as is
+    the usage of appended messages (`added`: reported prompt/completion/total, local prompt/completion).
 
-    Raises SequenceConflict when another post moved `next_seq` first or the conversation was deleted.
+    The write expects the conversation's branch state as read: a conversation that never branched must
+    still not have branched (`tree` None), a branched one must still have the active leaf it was read
+    with; `tree` says where the active path ends afterwards (API-18).
+
+    Raises SequenceConflict when another post moved `next_seq` or the active path first, or the
+    conversation was deleted.
     """
     expected = int(conversation.next_seq)
     target = Conversation(conversation.pk, conversation.sk)
     reconciled, totals = _reconcile(reconcile)
+    count = len(messages) + len(reconcile)
+    reported, local = _pending_sums(reconcile)
+    if added is not None:
+        reported = [a + int(b) for a, b in zip(reported, added[0], strict=True)]
+        local = [a + int(b) for a, b in zip(local, added[1], strict=True)]
     actions = [
         Conversation.next_seq.set(expected + len(messages) + (1 if reserve_reply else 0)),
-        Conversation.message_count.add(len(messages)),
+        Conversation.message_count.add(count),
         Conversation.updated_at.set(now),
         TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
         *_open_turn_actions(open_turn),
     ]
-    if totals:
-        # One ADD per attribute: message_count appears in both lists.
-        actions[1] = Conversation.message_count.add(len(messages) + len(reconcile))
-        actions += totals[1:]
+    if totals or added is not None:
+        # One ADD per attribute.
+        actions += _totals_actions(reported, local)
     if turn is not None:
         actions.append(Conversation.turn_count.set(turn))
+    condition = (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist()
+    link_puts: list[_Item] = []
+    if tree is None:
+        condition = condition & Conversation.active_leaf.does_not_exist()
+    else:
+        condition = condition & tree.unchanged()
+        actions += tree.actions()
+        link_puts = [("put", link, None, None) for link in tree.links]
     core: list[_Item] = [
         *(("put", m, _NEW, None) for m in messages),
-        (
-            "update",
-            target,
-            (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist(),
-            actions,
-        ),
+        ("update", target, condition, actions),
         *reconciled,
+        *link_puts,
     ]
+    # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
+    name = messages[0].message_id if messages else f"slot|{expected}"
     try:
-        _write(core, _event_puts(conversation, events), f"{conversation.pk}|append|{messages[0].message_id}")
+        _write(core, _event_puts(conversation, events), f"{conversation.pk}|append|{name}")
     except _Cancelled as exc:
-        if exc.reasons[:1] == ["ConditionalCheckFailed"] and _committed(messages[0]):
+        if messages and exc.reasons[:1] == ["ConditionalCheckFailed"] and _committed(messages[0]):
             return
         raise SequenceConflict(str(exc.reasons)) from exc
 
@@ -503,7 +576,8 @@ def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn:
 
     The contended path of a post: instead of racing every other poster for `next_seq == expected` and
     re-reading after each loss, each post takes its own slots in one write that cannot lose the race.
-    The messages follow in `put_reserved`. Raises ConversationNotFound when it is absent or deleted.
+    The messages follow in `put_reserved`. Raises ConversationNotFound when it is absent or deleted,
+    SequenceConflict when it has branched (API-18).
     """
     base.bind()
     target = Conversation(conversation.pk, conversation.sk)
@@ -514,12 +588,16 @@ def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn:
     ]
     if new_turn:
         actions.append(Conversation.turn_count.add(1))
+    # API-18: only a conversation that never branched takes slots this way (its messages follow one
+    # another); a branched one moves its active leaf with every post, under TransactWrite #1's condition.
+    live = TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
     try:
-        target.update(
-            actions=actions, condition=TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
-        )
+        target.update(actions=actions, condition=live & Conversation.active_leaf.does_not_exist())
     except PynamoDBException as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
+            now_branched = get_conversation(conversation.owner, conversation.conversation_id)
+            if now_branched is not None and not now_branched.is_deleted:
+                raise SequenceConflict("the conversation branched meanwhile") from exc
             raise ConversationNotFound(
                 "conversation not found", conversation_id=conversation.conversation_id
             ) from exc

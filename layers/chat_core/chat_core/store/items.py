@@ -26,6 +26,7 @@ from chat_core.store.keys import (
     SUMMARY_SK,
     conversation_pk,
     event_sk,
+    link_sk,
     listing_sk,
     message_sk,
     owner_pk,
@@ -78,6 +79,11 @@ class Conversation(TableItem, discriminator="conversation"):
     #: guards concurrent pin changes.
     pinned = JSONAttribute(null=True)
     pinned_rev = NumberAttribute(default=0)
+    #: API-18 branches: the seq of the active path's last message (absent while the conversation never
+    #: branched: its path is then every message in seq order), and the parents of reply slots that do
+    #: not follow their parent ({"<seq>": {"parent", "at", "ref"}}, a regeneration's, while it runs).
+    active_leaf = NumberAttribute(null=True)
+    slot_parents = JSONAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
@@ -133,6 +139,11 @@ class Message(TableItem, discriminator="message"):
     #: totals still lack ({"reported": [p, c, t], "local": [p, c], "open_turn"?}). The next post adds it
     #: in its TransactWrite #1 and removes this attribute in the same transaction.
     pending_totals = JSONAttribute(null=True)
+    #: API-18: the seq of the message this one follows (0 for the first); absent means seq - 1 (every
+    #: message of a conversation that never branched). `deleted_at`: removed from the active path by
+    #: DELETE (kept for audit, never sent to the model again).
+    parent_seq = NumberAttribute(null=True)
+    deleted_at = UnicodeAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
@@ -143,6 +154,25 @@ class Message(TableItem, discriminator="message"):
     def new(cls, owner: str, conversation_id: str, seq: int, **attributes: Any) -> Message:
         pk, sk = cls.key(owner, conversation_id, seq)
         return cls(pk, sk, conversation_id=conversation_id, seq=seq, **attributes)
+
+
+class BranchLink(TableItem, discriminator="branch_link"):
+    """API-18: a message whose parent is not the message before it (an edit, a regeneration, the first
+    post after a switch), indexed under its parent (`LINK#<parent>#<child>`) so the tree route finds the
+    children of a page of messages with one Query. "LINK#" sorts below "MSG#": the post's Query never
+    reads one."""
+
+    parent_seq = NumberAttribute()
+    child_seq = NumberAttribute()
+
+    @classmethod
+    def new(cls, owner: str, conversation_id: str, parent_seq: int, child_seq: int) -> BranchLink:
+        return cls(
+            conversation_pk(owner, conversation_id),
+            link_sk(parent_seq, child_seq),
+            parent_seq=parent_seq,
+            child_seq=child_seq,
+        )
 
 
 class Summary(TableItem, discriminator="summary"):

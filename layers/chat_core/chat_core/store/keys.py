@@ -60,6 +60,15 @@ def message_sk(seq: int) -> str:
     return f"{MESSAGE_SK_PREFIX}{seq:0{SEQ_WIDTH}d}"
 
 
+#: API-18: branch links (see items.BranchLink) sort below the messages ("LINK#" < "MSG#").
+LINK_SK_PREFIX = "LINK#"
+
+
+def link_sk(parent_seq: int, child_seq: int) -> str:
+    """Sort key of the link from a message to a child that does not follow it."""
+    return f"{LINK_SK_PREFIX}{parent_seq:0{SEQ_WIDTH}d}#{child_seq:0{SEQ_WIDTH}d}"
+
+
 def listing_sk(updated_at: str, conversation_id: str) -> str:
     """Sort key in the listing index: newest `updated_at` first when queried descending."""
     return f"{updated_at}#{conversation_id}"

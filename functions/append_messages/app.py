@@ -1,0 +1,30 @@
+"""POST /conversations/{conversation_id}/messages: store messages as given, no model call (API-18)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core.chat import history
+from chat_core.http.api import build_app, caller, idempotency_key, json_response
+from chat_core.http.schemas import AppendMessagesIn
+from chat_core.observability import logger, metrics, tracer
+
+app = build_app()
+
+
+@app.post("/conversations/<conversation_id>/messages")
+def append_messages(conversation_id: str, body: AppendMessagesIn) -> Response[Any]:
+    appended = history.append_messages(
+        caller(app), conversation_id, body, idempotency_key=idempotency_key(app)
+    )
+    return json_response(201, appended)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

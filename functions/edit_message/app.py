@@ -1,0 +1,38 @@
+"""POST /conversations/{conversation_id}/messages/{message_id}/edit: a new user message beside an old one,
+answered by the model on the new branch (API-18)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chat_core.chat import branches
+from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
+from chat_core.http.schemas import EditMessageIn
+from chat_core.http.statuses import post_status
+from chat_core.observability import logger, metrics, tracer
+
+app = build_app()
+
+
+@app.post("/conversations/<conversation_id>/messages/<message_id>/edit")
+def edit_message(conversation_id: str, message_id: str, body: EditMessageIn) -> Response[Any]:
+    outcome = branches.edit_message(
+        caller(app),
+        conversation_id,
+        message_id,
+        body,
+        idempotency_key=idempotency_key(app),
+        context=app.lambda_context,
+    )
+    headers = retry_after_header() if not outcome.reply_stored else None
+    return json_response(post_status(outcome), outcome.body, headers)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

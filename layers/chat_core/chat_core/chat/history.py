@@ -1,0 +1,304 @@
+"""Writing history without the model (API-18): append messages as given, delete one message.
+
+Agent frameworks keep their own loop and only need durable memory: they append what happened (user
+input, the model's answer with its usage, tool calls and results) and pop the last item. Imports append
+a conversation recorded elsewhere. Both are turns of their own in the turn log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from chat_core.chat import attachments, paths
+from chat_core.chat.assembly import read_history
+from chat_core.chat.once import once
+from chat_core.chat.paths import find_target
+from chat_core.chat.policy import count_message
+from chat_core.chat.rules import check_content, check_id, check_parts, not_found, now_iso, pending_calls
+from chat_core.chat.views import message_view
+from chat_core.engine import tool_pairing
+from chat_core.engine.turnlog import TurnRecorder, TurnState
+from chat_core.engine.window import OPENAI_KEYS
+from chat_core.errors import ConversationBusy, InvalidInput, PayloadTooLarge, ToolResultsPending
+from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.settings import Settings, get_settings
+from chat_core.store import conversations as store
+from chat_core.store import sizes, summaries, tree
+from chat_core.store.base import contention_backoff
+from chat_core.store.items import Conversation, Message, usage_map
+
+if TYPE_CHECKING:
+    from chat_core.http.schemas import AppendMessagesIn
+
+#: What one append may write in its one TransactWrite (DynamoDB takes 4 MB a transaction).
+MAX_APPEND_BYTES: Final = 3 * 1024 * 1024
+#: Messages after a deleted tool call searched for its results (they follow it closely).
+RESULTS_SEARCH: Final = 100
+
+
+def _check_before_io(request: AppendMessagesIn, settings: Settings) -> list[dict[str, Any]]:
+    """Each message within a post's limits (API-3, API-15, tool caps), before any I/O; the messages as
+    OpenAI-format dicts."""
+    given = [m.model_dump(mode="json", exclude_none=True) for m in request.messages]
+    for index, message in enumerate(given):
+        try:
+            if message["role"] == "user":
+                content = message["content"]
+                parts = content if isinstance(content, list) else None
+                check_parts(_text(content), parts, settings)
+            elif message["role"] == "system":
+                check_content(message["content"], settings)
+        except (InvalidInput, PayloadTooLarge) as exc:
+            exc.details["field"] = f"messages[{index}].content"
+            raise
+    tool_pairing.check_sizes([m for m in given if m["role"] in ("assistant", "tool")])
+    return given
+
+
+def _text(content: str | list[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+
+
+def _build(
+    owner: str,
+    conversation: Conversation,
+    given: Sequence[Mapping[str, Any]],
+    names: Sequence[str | None],
+    settings: Settings,
+) -> list[Message]:
+    """The message items, from `next_seq` on, counted at write (TOK-5) with the usage given."""
+    model = conversation.model
+    first = int(conversation.next_seq)
+    items = []
+    for offset, (message, name) in enumerate(zip(given, names, strict=True)):
+        seq = first + offset
+        role = message["role"]
+        content = message.get("content")
+        parts = content if isinstance(content, list) else None
+        counted = {key: message[key] for key in OPENAI_KEYS if message.get(key) is not None}
+        counted.setdefault("content", None)
+        if role == "assistant" and message.get("refusal") and not content:
+            counted["content"] = message["refusal"]
+        item = Message.new(
+            owner,
+            conversation.conversation_id,
+            seq,
+            message_id=store.message_id_for(seq),
+            role=role,
+            content=_text(content) if isinstance(content, list) else content,
+            parts=attachments.store_parts(owner, conversation.conversation_id, parts, settings)
+            if parts
+            else None,
+            status="ok",
+            created_at=now_iso(),
+            tokens=count_message(counted, model),
+            tool_calls=message.get("tool_calls"),
+            tool_call_id=message.get("tool_call_id"),
+            name=name,
+        )
+        if role == "assistant":
+            item.model = message.get("model") or model
+            item.refusal = message.get("refusal")
+            usage = message.get("usage")
+            tokens = int(item.tokens)
+            if usage:
+                given_total = usage.get("total_tokens")
+                total = (
+                    int(given_total)
+                    if given_total is not None
+                    else usage["prompt_tokens"] + usage["completion_tokens"]
+                )
+                item.usage = usage_map(usage["prompt_tokens"], usage["completion_tokens"], total)
+                item.usage_reported = True
+            else:
+                item.usage = usage_map(0, tokens, tokens)
+                item.usage_reported = False
+            item.local_usage = usage_map(0, tokens, tokens)
+        items.append(item)
+    return items
+
+
+def _usage_added(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+    """What appended answers add to the totals: their reported usage, and their local count."""
+    reported, local = [0, 0, 0], [0, 0]
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        if message.usage_reported and message.usage is not None:
+            reported[0] += int(message.usage.prompt_tokens)
+            reported[1] += int(message.usage.completion_tokens)
+            reported[2] += int(message.usage.total_tokens)
+        local[1] += int(message.tokens)
+    return reported, local
+
+
+def append_messages(
+    owner: str, conversation_id: str, request: AppendMessagesIn, *, idempotency_key: str | None = None
+) -> dict[str, Any]:
+    """POST /conversations/{id}/messages: store `messages` at the end of the active path as given, in
+    one TransactWrite, with no model call; 201 with the stored messages."""
+    check_id(conversation_id)
+    settings = get_settings()
+    given = _check_before_io(request, settings)
+
+    def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        stored = _append(owner, conversation_id, given, settings)
+        answer = {"conversation_id": conversation_id, "messages": [message_view(m) for m in stored]}
+        return answer, {"first_seq": int(stored[0].seq), "last_seq": int(stored[-1].seq)}
+
+    def replay(record: Mapping[str, Any]) -> dict[str, Any]:
+        found = store.read_messages(owner, conversation_id, int(record["first_seq"]), int(record["last_seq"]))
+        return {"conversation_id": conversation_id, "messages": [message_view(m) for m in found]}
+
+    body = {"conversation_id": conversation_id, "messages": given}
+    return once("append_messages", owner, idempotency_key, body, run, replay)
+
+
+def _append(
+    owner: str, conversation_id: str, given: Sequence[Mapping[str, Any]], settings: Settings
+) -> list[Message]:
+    for attempt in range(max(1, settings.post_attempts)):
+        recent = read_history(owner, conversation_id, None)
+        conversation = recent.conversation
+        assert conversation is not None
+        _, waiting = pending_calls(conversation, recent.read)
+        if waiting:
+            ids = ", ".join(call["id"] for call in waiting)
+            raise ToolResultsPending(
+                f"the model asked for tool calls {ids} in a post; post their results with POST /messages "
+                "(the model answers them), or delete that answer first"
+            )
+        keys = ("role", "tool_calls", "tool_call_id")
+        history = [{k: getattr(m, k) for k in keys} for m in recent.messages]
+        names = tool_pairing.pair_appended(given, tool_pairing.open_calls(history))
+        messages = _build(owner, conversation, given, names, settings)
+        size = sum(sizes.model_bytes(m) for m in messages)
+        if size > MAX_APPEND_BYTES:
+            raise PayloadTooLarge(
+                f"these messages take {size} bytes stored; one append may write at most "
+                f"{MAX_APPEND_BYTES}: append them in smaller batches",
+                field="messages",
+                size=size,
+                limit=MAX_APPEND_BYTES,
+            )
+        turn = int(conversation.turn_count or 0) + 1
+        recorder = TurnRecorder.new(turn)
+        for message in messages:
+            recorder.history_step(
+                "append",
+                content=message.content,
+                meta={"messageId": message.message_id, "role": message.role, "tokens": int(message.tokens)},
+            )
+        shape = None
+        if conversation.active_leaf is not None:
+            tree.link_parents(messages, int(conversation.active_leaf))
+            shape = store.TreeWrite(
+                expected_leaf=int(conversation.active_leaf),
+                leaf=int(messages[-1].seq),
+                links=tree.link_items(
+                    owner, conversation_id, [(int(conversation.active_leaf), int(messages[0].seq))]
+                ),
+            )
+        try:
+            store.append_messages(
+                conversation,
+                messages,
+                messages[-1].created_at,
+                events=recorder.take_events(),
+                turn=turn,
+                reserve_reply=False,
+                reconcile=[m for m in recent.read if m.pending_totals is not None],
+                tree=shape,
+                added=_usage_added(messages),
+            )
+        except store.SequenceConflict:
+            logger.info("append raced a post", conversation_id=conversation_id, attempt=attempt + 1)
+            time.sleep(contention_backoff(attempt))
+            continue
+        metrics.add_metric(name="MessagesAppended", unit=MetricUnit.Count, value=len(messages))
+        return messages
+    raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
+
+
+def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[str, Any]:
+    """DELETE /conversations/{id}/messages/{message_id}: remove one message of the active path (with
+    the results of its tool calls); kept for audit, never listed or sent to the model again. 200 with
+    what was removed (nothing when it was removed already)."""
+    settings = get_settings()
+    for attempt in range(max(1, settings.post_attempts)):
+        target = find_target(owner, conversation_id, message_id)
+        if target.deleted_at is not None:
+            return {"conversation_id": conversation_id, "deleted": []}
+        conversation = store.get_conversation(owner, conversation_id)
+        if conversation is None or conversation.is_deleted:
+            raise not_found(conversation_id)
+        path = _path_from(conversation, int(target.seq))
+        if path is not None and int(target.seq) not in path:
+            raise InvalidInput(
+                f"message {message_id!r} is not on the active path; switch to its branch first",
+                field="message_id",
+            )
+        group = [target, *_results_of(owner, conversation, target, path)]
+        seqs = {int(m.seq) for m in group}
+        pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
+        changed_pins = len(pinned) != len(conversation.pinned or [])
+        summary = summaries.get_summary(owner, conversation_id)
+        drop = int(summary.to_seq) if summary is not None and int(summary.to_seq) >= min(seqs) else None
+        state = TurnState.from_json(conversation.open_turn)
+        leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs
+        turn = int(conversation.turn_count or 0) + 1
+        recorder = TurnRecorder.new(turn)
+        recorder.history_step("delete", meta={"messageIds": [m.message_id for m in group]})
+        try:
+            tree.mark_deleted(
+                conversation,
+                group,
+                now_iso(),
+                recorder.take_events(),
+                turn,
+                pinned=pinned if changed_pins else None,
+                drop_summary_to=drop,
+                leave_open_turn=leave_turn,
+            )
+        except store.SequenceConflict:
+            logger.info("delete raced a change", conversation_id=conversation_id, attempt=attempt + 1)
+            time.sleep(contention_backoff(attempt))
+            continue
+        metrics.add_metric(name="MessagesDeleted", unit=MetricUnit.Count, value=len(group))
+        now = now_iso()
+        for message in group:
+            message.deleted_at = now
+        return {"conversation_id": conversation_id, "deleted": [message_view(m) for m in group]}
+    raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
+
+
+def _path_from(conversation: Conversation, seq: int) -> set[int] | None:
+    """The seqs of the active path from `seq` on; None for a conversation that never branched (every
+    message is on its path)."""
+    if conversation.active_leaf is None:
+        return None
+    return {int(m.seq) for m in paths.whole_path(conversation, until_seq=seq)}
+
+
+def _results_of(
+    owner: str, conversation: Conversation, call: Message, path: set[int] | None
+) -> list[Message]:
+    """The live tool results on the active path that answer `call`'s tool calls."""
+    ids = {str(c.get("id")) for c in call.tool_calls or []}
+    if not ids:
+        return []
+    after = store.read_messages(
+        owner, conversation.conversation_id, int(call.seq) + 1, int(call.seq) + RESULTS_SEARCH
+    )
+    return [
+        m
+        for m in after
+        if m.role == "tool"
+        and m.tool_call_id in ids
+        and m.deleted_at is None
+        and (path is None or int(m.seq) in path)
+    ]
