@@ -392,3 +392,41 @@ def test_the_summarizer_never_writes_to_the_conversation_item(
     # Then none was attempted, and the summary is stored
     assert dict(faults.injected) == {}
     assert conversation.summary is not None
+
+
+def test_a_summary_covers_only_the_active_branch(
+    conversation: Conversation, standin_llm: OpenAIStandin
+) -> None:
+    """API-18 + seed 001: after an edit, the summary of the old branch is not sent, and the next summary
+    is made of the new branch's messages only (nothing of the branch left behind)."""
+    # Given seven turns, summarized through message 5
+    conversation.post_turns(7)
+    assert conversation.summary is not None
+    assert int(conversation.summary.to_seq) == 5
+    assert conversation.id is not None
+    detail = api.detail(conversation.id).body["messages"]
+    # When the second question is edited (the new branch starts after message 2)
+    edited = api.edit(conversation.id, detail[2]["message_id"], "edited question two")
+    assert edited.status == 201, edited.body
+    summarize(for_function(SUMMARIZER, conversation.stream.read()))
+    # Then the edit's window carried no summary (it stands for the old branch)
+    sent = [str(m["content"]) for m in chat_requests(standin_llm)[-1]["messages"]]
+    assert not any("Summary of earlier conversation" in text for text in sent)
+    assert not any(question(2) in text or question(3) in text for text in sent)
+    # When the new branch grows past the window
+    requests_before = len(summary_requests(standin_llm))
+    for turn in range(8, 14):
+        answer = api.post(question(turn), conversation.id)
+        assert answer.status == 201
+        summarize(for_function(SUMMARIZER, conversation.stream.read()))
+    # Then a new summary was made, from scratch, of the active path only
+    made = summary_requests(standin_llm)[requests_before:]
+    assert made
+    prompt = made[0]["messages"][1]["content"]
+    assert "Previous summary: none yet." in prompt
+    assert "edited question two" in prompt
+    assert question(2) not in prompt
+    assert question(3) not in prompt
+    # And it is the one the next window carries
+    window = api.window(conversation.id, "next").body
+    assert window["stats"]["summary"] is not None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from chat_core.chat import attachments
+from chat_core.chat import attachments, paths
 from chat_core.chat.create import new_conversation, title_from
 from chat_core.chat.policy import MAX_POLICY_MESSAGES, count_message
 from chat_core.chat.rules import check_id, not_found, now_iso
@@ -172,13 +172,13 @@ def plan_turn(owner: str, messages: Sequence[Mapping[str, Any]], conversation_id
     if conversation_id is not None:
         check_id(conversation_id)
         if len(sent) > 1 or system is not None:
-            recent = store.read_recent(
-                owner, conversation_id, min(max(len(sent) - 1, 1), MAX_POLICY_MESSAGES)
-            )
+            reach = min(max(len(sent) - 1, 1), MAX_POLICY_MESSAGES)
+            recent = store.read_recent(owner, conversation_id, reach)
             conversation = recent.conversation
             if conversation is None or conversation.is_deleted:
                 raise not_found(conversation_id)
-            new = new_messages(sent, recent.messages)
+            # API-18: the tail is matched against the active path (a branched one is walked).
+            new = new_messages(sent, paths.active_history(recent, reach).messages)
             if system is not None and system != conversation.system_prompt:
                 new_system, stored_model = system, conversation.model
     else:

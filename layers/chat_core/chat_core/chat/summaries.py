@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from chat_core.chat import paths
 from chat_core.chat.policy import MAX_POLICY_MESSAGES, window_policy
 from chat_core.chat.summary_window import after_summary, summary_content, summary_message
 from chat_core.engine import tokens
@@ -236,12 +237,15 @@ def _read(owner: str, conversation_id: str) -> conversation_store.Recent:
 
     recent = conversation_store.read_recent(owner, conversation_id, _FIRST_READ)
     conversation = recent.conversation
-    if conversation is None or not conversation.window_policy:
+    if conversation is None or conversation.is_deleted:
         return recent
-    reach = int(conversation.window_policy.get("max_messages") or MAX_POLICY_MESSAGES)
-    if reach > _FIRST_READ and len(recent.messages) >= _FIRST_READ:
+    reach = _FIRST_READ
+    if conversation.window_policy:
+        reach = max(reach, int(conversation.window_policy.get("max_messages") or MAX_POLICY_MESSAGES))
+    if conversation.active_leaf is None and reach > _FIRST_READ and len(recent.messages) >= _FIRST_READ:
         recent = conversation_store.read_recent(owner, conversation_id, reach)
-    return recent
+    # API-18: the active path (its summary only if it stands for the path's beginning).
+    return paths.active_history(recent, reach)
 
 
 def summarize_conversation(
@@ -266,6 +270,8 @@ def summarize_conversation(
         return SummaryOutcome(conversation_id, "no_conversation")
     model = settings.summary_model or conversation.model
     summary = recent.summary
+    # The stored summary, even when it stands for another branch: a new one replaces it conditionally.
+    stored = store.get_summary(owner, conversation_id) if conversation.active_leaf is not None else summary
     outcome = SummaryOutcome(conversation_id, "not_needed")
     for chunk in range(settings.summary_max_steps):
         pending = pending_span(conversation, recent.messages, summary, model=conversation.model)
@@ -276,12 +282,14 @@ def summarize_conversation(
         budget = time_budget_from_context(context, safety_margin_s=_STORE_MARGIN_S)
         if chunk and budget is not None and budget < settings.llm_timeout_seconds:
             break  # the rest waits for the next turn's record rather than racing the deadline
-        status, step = _summarize_step(owner, conversation, summary, pending, model, budget, settings)
+        status, step = _summarize_step(
+            owner, conversation, summary, pending, model, budget, settings, stored=stored
+        )
         if step is None:
             if chunk == 0:
                 outcome = SummaryOutcome(conversation_id, status, pending=pending.size)
             break
-        summary = step
+        summary = stored = step
         outcome = SummaryOutcome(
             conversation_id,
             "summarized",
@@ -301,15 +309,25 @@ def _summarize_step(
     model: str,
     time_budget_s: float | None,
     settings: Settings,
+    *,
+    stored: Summary | None,
 ) -> tuple[Status, Summary | None]:
     """One incremental step: read the span, ask the model, store conditionally (the new summary, or
     None with why nothing was stored)."""
     conversation_id = conversation.conversation_id
-    span = (
+    span: Iterable[Message] = (
         item
         for item in store.iter_messages(owner, conversation_id, pending.first_seq, pending.last_seq)
         if isinstance(item, Message)
     )
+    span = (m for m in span if m.deleted_at is None)  # API-20: a deleted message is never summarized
+    if conversation.active_leaf is not None:
+        # API-18: only the active path's messages in the span (walked from the active leaf).
+        span = [
+            m
+            for m in paths.live(paths.whole_path(conversation, until_seq=pending.first_seq))
+            if int(m.seq) <= pending.last_seq
+        ]
     request = build_request(previous, span, pending, model=model, settings=settings)
     if request is None:
         return "not_needed", None
@@ -365,7 +383,7 @@ def _summarize_step(
         output_tokens=completion.usage.completion_tokens,
     )
     try:
-        store.save_summary(item, previous_to_seq=int(previous.to_seq) if previous is not None else None)
+        store.save_summary(item, previous_to_seq=int(stored.to_seq) if stored is not None else None)
     except SummarySuperseded:
         logger.info("summary superseded; left as stored", conversation_id=conversation_id)
         return "superseded", None
