@@ -8,10 +8,10 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from chat_local.client import DEFAULT_API, ApiError, ChatApi, ServerUnreachable
 from chat_local.session import ChatSession, SessionOptions, TokenizerChoiceError, TurnResult
@@ -31,6 +31,10 @@ Commands:
   /window [text]     what the next turn would send to the model (as the server builds it), with token counts
   /resume ID         end this session and continue conversation ID
   /id                this session's id (= the conversation id)
+  /edit TEXT         ask your last question differently: a new branch, answered again
+  /regen             a new answer to your last question (the old one stays on its branch)
+  /branches          every message of the conversation; * marks the active path, ids to /switch to
+  /switch ID         continue from message ID (its full id or the end of it, as /branches shows)
 Anything else is sent as your message. Start a message with // to send a text that begins with /.
 """
 
@@ -296,11 +300,101 @@ class Repl:
                 self.list_conversations()
             elif name == "/window":
                 self.show_window(arg or "…")
+            elif name == "/edit":
+                if not arg:
+                    self.console.info("usage: /edit TEXT (replaces your last question)")
+                else:
+                    self.edit(arg)
+            elif name == "/regen":
+                self.regenerate()
+            elif name == "/branches":
+                self.show_branches()
+            elif name == "/switch":
+                if not arg:
+                    self.console.info("usage: /switch MESSAGE_ID (see /branches)")
+                else:
+                    self.switch_branch(arg)
             else:
                 self.console.info(f"unknown command {name}; /help lists the commands")
         except (ApiError, ServerUnreachable) as exc:
             self.console.info(str(exc))
         return True
+
+    # -- branches (API-18) ---------------------------------------------------------------------------
+
+    def _active_path(self) -> list[dict[str, Any]]:
+        detail = self.api.get_conversation(self.session.session_id, limit=200)
+        return list(detail.get("messages") or [])
+
+    def _last(self, role: str) -> dict[str, Any] | None:
+        return next((m for m in reversed(self._active_path()) if m.get("role") == role), None)
+
+    def _show_answer(self, body: Mapping[str, Any]) -> None:
+        answer = body.get("assistant_message") or {}
+        if answer.get("status") == "ok":
+            self.console.reply(str(answer.get("content") or ""))
+            usage = answer.get("usage") or {}
+            self.console.info(
+                f"  [{answer.get('message_id')}] prompt {usage.get('prompt_tokens', 0)}, "
+                f"completion {usage.get('completion_tokens', 0)} tokens"
+            )
+        else:
+            self.console.info(str((answer.get("error") or {}).get("message") or "the turn failed"))
+
+    def edit(self, text: str) -> None:
+        question = self._last("user")
+        if question is None:
+            self.console.info("nothing to edit yet: ask something first")
+            return
+        self._show_answer(self.api.edit_message(self.session.session_id, question["message_id"], text))
+
+    def regenerate(self) -> None:
+        answer = self._last("assistant")
+        if answer is None:
+            self.console.info("no answer to regenerate yet")
+            return
+        self._show_answer(self.api.regenerate(self.session.session_id, answer["message_id"]))
+
+    def _tree(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.api.tree(self.session.session_id, cursor=cursor)
+            messages += page.get("messages") or []
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return messages
+
+    def show_branches(self) -> None:
+        messages = self._tree()
+        if not messages:
+            self.console.info("no messages yet")
+            return
+        depth: dict[str, int] = {}
+        for message in messages:
+            parent = message.get("parent_id")
+            siblings = 0
+            if parent is not None:
+                owner = next((m for m in messages if m["message_id"] == parent), None)
+                siblings = len(owner.get("children") or []) if owner else 0
+            base = depth.get(parent, -1) if parent is not None else -1
+            depth[message["message_id"]] = base + (1 if siblings > 1 or parent is None else 0)
+            mark = "*" if message.get("active") else " "
+            gone = " (deleted)" if message.get("deleted_at") else ""
+            flat = " ".join(str(message.get("content") or "").split())
+            short = flat if len(flat) <= 60 else flat[:59] + "…"
+            indent = "  " * max(0, depth[message["message_id"]])
+            self.console.info(
+                f"{mark} {indent}{message['message_id'][-8:]}  {message.get('role', '?'):<9} {short}{gone}"
+            )
+
+    def switch_branch(self, wanted: str) -> None:
+        matches = [m for m in self._tree() if m["message_id"].endswith(wanted.upper())]
+        if len(matches) != 1:
+            self.console.info(f"{len(matches)} messages match {wanted!r}; /branches lists their ids")
+            return
+        self.api.set_active(self.session.session_id, matches[0]["message_id"])
+        self.console.info(f"active path now ends at {matches[0]['message_id']}")
 
     def switch(self, conversation_id: str | None) -> None:
         new = ChatSession.open(

@@ -210,3 +210,27 @@ class ChatApi:
         return dict(
             self.request("POST", f"/conversations/{quote(conversation_id, safe='')}/window", json=body)
         )
+
+    # -- branches (API-18) ---------------------------------------------------------------------------
+
+    def _message_path(self, conversation_id: str, message_id: str) -> str:
+        return f"/conversations/{quote(conversation_id, safe='')}/messages/{quote(message_id, safe='')}"
+
+    def edit_message(self, conversation_id: str, message_id: str, content: str) -> dict[str, Any]:
+        path = self._message_path(conversation_id, message_id) + "/edit"
+        return dict(self.request("POST", path, json={"content": content}))
+
+    def regenerate(self, conversation_id: str, message_id: str) -> dict[str, Any]:
+        path = self._message_path(conversation_id, message_id) + "/regenerate"
+        return dict(self.request("POST", path, json={}))
+
+    def tree(self, conversation_id: str, *, cursor: str | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"limit": 200}
+        if cursor:
+            params["cursor"] = cursor
+        path = f"/conversations/{quote(conversation_id, safe='')}/tree"
+        return dict(self.request("GET", path, params=params))
+
+    def set_active(self, conversation_id: str, message_id: str) -> dict[str, Any]:
+        path = f"/conversations/{quote(conversation_id, safe='')}/active"
+        return dict(self.request("PUT", path, json={"message_id": message_id}))

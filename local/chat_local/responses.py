@@ -142,6 +142,10 @@ class MessageOut(_Out):
     #: The model's own id of this answer ("chatcmpl-...") and its system fingerprint, as it sent them.
     completion_id: str | None = None
     system_fingerprint: str | None = None
+    #: API-18: the message this one follows (null for a first message); left out of a post's answer when
+    #: it is a reply still being written. `deleted_at` on a message removed from the path (API-20).
+    parent_id: str | None = None
+    deleted_at: str | None = None
 
 
 class ConversationOut(_Out):
@@ -187,6 +191,44 @@ class ReplyNotStoredOut(PostMessageOut):
     """503 reply_not_stored: the model answered, its reply could not be saved, and here it is."""
 
     error: ErrorInfo
+
+
+class TreeMessageOut(MessageOut):
+    """API-18: a message of the tree: its children (ids, oldest first) and whether it is on the active
+    path."""
+
+    children: list[str]
+    active: bool
+
+
+class TreeOut(_Out):
+    """GET /conversations/{id}/tree: one page of every message, in seq order."""
+
+    conversation_id: str
+    active_message_id: str | None
+    messages: list[TreeMessageOut]
+    next_cursor: str | None
+
+
+class ActiveOut(ConversationOut):
+    """PUT /conversations/{id}/active: the conversation, and the message its active path now ends at."""
+
+    active_message_id: str
+
+
+class AppendedOut(_Out):
+    """API-19: the messages stored, in order."""
+
+    conversation_id: str
+    messages: list[MessageOut]
+
+
+class DeletedOut(_Out):
+    """API-20: the messages removed (the message and the results of its tool calls; empty when it was
+    removed before)."""
+
+    conversation_id: str
+    deleted: list[MessageOut]
 
 
 class WindowOut(_Out):
@@ -385,6 +427,29 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
         200, None, _READ, media_type="application/x-ndjson", headers=_NEXT_CURSOR
     ),
     "PATCH /conversations/{conversation_id}/messages/{message_id}": RouteDoc(200, MessageOut, _WRITE),
+    # Branches and history (API-18..20).
+    "POST /conversations/{conversation_id}/messages/{message_id}/edit": RouteDoc(
+        201,
+        PostMessageOut,
+        (*_WRITE, 502),
+        also={502: PostMessageOut, 503: ReplyNotStoredOut},
+        parameters=(_IDEMPOTENCY_KEY,),
+    ),
+    "POST /conversations/{conversation_id}/messages/{message_id}/regenerate": RouteDoc(
+        201,
+        PostMessageOut,
+        (*_WRITE, 502),
+        also={502: PostMessageOut, 503: ReplyNotStoredOut},
+        parameters=(_IDEMPOTENCY_KEY,),
+    ),
+    "GET /conversations/{conversation_id}/tree": RouteDoc(200, TreeOut, _READ),
+    "PUT /conversations/{conversation_id}/active": RouteDoc(200, ActiveOut, _WRITE),
+    "POST /conversations/{conversation_id}/messages": RouteDoc(
+        201, AppendedOut, _WRITE, parameters=(_IDEMPOTENCY_KEY,)
+    ),
+    "DELETE /conversations/{conversation_id}/messages/{message_id}": RouteDoc(
+        200, DeletedOut, (400, 401, 404, 409, 503)
+    ),
     # OpenAI-compatible (API-13): OpenAI's error shape; bad input is 400, as OpenAI answers it.
     "POST /v1/chat/completions": RouteDoc(
         200,

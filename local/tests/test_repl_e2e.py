@@ -213,3 +213,39 @@ def test_ctrl_c_during_a_turn_stops_waiting_and_keeps_the_session(
     ]
     turn_end = next(e for e in lines if e["type"] == "turn_end")
     assert turn_end["meta"]["errorMessage"] == "interrupted by the user"
+
+
+def test_repl_edits_regenerates_lists_and_switches_branches(spawn: object, model: OpenAIStandin) -> None:
+    """API-18 in the CLI: /edit asks again on a new branch, /regen answers again, /branches shows the
+    tree with the active path marked, /switch goes back to the first branch."""
+    # Given a REPL with one question answered
+    child = spawn("--no-stream")  # type: ignore[operator]
+    child.expect("you> ")
+    child.sendline("apples")
+    child.expect('you said "apples"')
+    child.expect("you> ")
+    # When the question is edited, the answer regenerated, and the tree listed
+    child.sendline("/edit pears")
+    child.expect('you said "pears"')
+    child.expect("you> ")
+    child.sendline("/regen")
+    child.expect(r'you said "pears" \(1 messages received\)')
+    child.expect("you> ")
+    child.sendline("/branches")
+    child.expect(r"  (\w{8})  user +apples")
+    first_question = child.match.group(1)
+    child.expect(r"\* (\w{8})  user +pears")
+    child.expect("you> ")
+    # Then switching to the first question's branch makes the next turn continue it
+    child.sendline(f"/switch {first_question}")
+    child.expect("active path now ends at")
+    child.expect("you> ")
+    child.sendline("and then?")
+    child.expect(r'you said "and then\?" \(2 messages received\)')
+    child.expect("you> ")
+    sent = [m["content"] for m in model.requests[-1].json["messages"]]
+    assert sent == ["apples", "and then?"]
+    child.sendline("/switch ZZZZZZZZ")
+    child.expect("0 messages match")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)

@@ -146,6 +146,18 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
             body={"system_prompt": "be brief", "defaults": {"temperature": 0.1}},
         ),
     )
+    # API-18..20: branch, switch, read the tree, append with a key, delete (a summarized message: the
+    # summary item goes too), regenerate with a key.
+    messages = api.detail(cid).body["messages"]
+    users = [m for m in messages if m["role"] == "user"]
+    edited = api.edit(cid, users[-1]["message_id"], "edited", idempotency_key="e1")
+    assert edited.status == 201, edited.body
+    regenerated = api.regenerate(cid, edited.body["assistant_message"]["message_id"], idempotency_key="r1")
+    assert regenerated.status == 201, regenerated.body
+    assert api.switch(cid, edited.body["assistant_message"]["message_id"]).status == 200
+    assert api.tree(cid).status == 200
+    assert api.append(cid, [{"role": "user", "content": "noted"}], idempotency_key="a1").status == 201
+    assert api.delete_message(cid, messages[0]["message_id"]).status == 200
     api.delete(cid)
     granted = granted_actions()
     assert set(recorded) >= {
@@ -156,6 +168,12 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
         "summarize_conversation",
         "delete_conversation",
         "update_conversation",
+        "edit_message",
+        "regenerate_message",
+        "set_active",
+        "get_tree",
+        "append_messages",
+        "delete_message",
     }
     for function, actions in recorded.items():
         missing = actions - granted[function]
@@ -229,9 +247,16 @@ def test_every_s3_action_of_the_functions_is_granted(
     )
     message_id = api.detail(cid).body["messages"][0]["message_id"]
     agent_api.pin(cid, message_id)
+    # API-18..20: an edit and an append write blobs; the tree and a deletion show presigned URLs.
+    edited = api.edit(cid, message_id, [large, {"type": "text", "text": "again"}])
+    assert edited.status == 201, edited.body
+    api.regenerate(cid, edited.body["assistant_message"]["message_id"])
+    assert api.append(cid, [{"role": "user", "content": [large]}]).status == 201
+    assert api.tree(cid).status == 200
+    assert api.delete_message(cid, edited.body["user_message"]["message_id"]).status == 200
     token = _current.set("purge_conversation")
     try:
-        assert retention.purge_partition("alice", cid).attachments == 1
+        assert retention.purge_partition("alice", cid).attachments >= 1
     finally:
         _current.reset(token)
     assert set(s3_calls) == {
@@ -240,6 +265,11 @@ def test_every_s3_action_of_the_functions_is_granted(
         "get_conversation",
         "update_message",
         "purge_conversation",
+        "edit_message",
+        "regenerate_message",
+        "append_messages",
+        "get_tree",
+        "delete_message",
     }
     granted = granted_s3_actions()
     for function, actions in s3_calls.items():

@@ -278,6 +278,28 @@ def test_every_answer_of_every_route_is_documented(
     rel_model.configure(mode="ok")
     assert client.get("/v1/models").status_code == 200
     assert client.get("/v1/models", headers={"X-User-Id": ""}).status_code == 401
+    # Branches and history (API-18..20): edit, regenerate, switch, the tree, append, delete.
+    base = f"/conversations/{conversation_id}"
+    edited = client.post(f"{base}/messages/{message_id}/edit", json={"content": "hello again"})
+    assert edited.status_code == 201
+    assert edited.json()["user_message"]["parent_id"] is None
+    answer_id = edited.json()["assistant_message"]["message_id"]
+    regenerated = client.post(f"{base}/messages/{answer_id}/regenerate", json={"temperature": 0.5})
+    assert regenerated.status_code == 201
+    assert client.put(f"{base}/active", json={"message_id": answer_id}).status_code == 200
+    tree = client.get(f"{base}/tree", params={"limit": 3})
+    assert tree.status_code == 200
+    assert tree.json()["next_cursor"]
+    appended = client.post(
+        f"{base}/messages",
+        json={"messages": [{"role": "user", "content": "noted"}, {"role": "assistant", "content": "ok"}]},
+    )
+    assert appended.status_code == 201
+    popped = client.delete(f"{base}/messages/{appended.json()['messages'][-1]['message_id']}")
+    assert popped.status_code == 200
+    assert popped.json()["deleted"][0]["deleted_at"]
+    assert client.post(f"{base}/messages", json={"messages": []}).status_code == 422
+    assert client.delete(f"{base}/messages/{uuid.uuid4()}").status_code == 404
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404

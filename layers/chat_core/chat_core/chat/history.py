@@ -253,11 +253,12 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
         turn = int(conversation.turn_count or 0) + 1
         recorder = TurnRecorder.new(turn)
         recorder.history_step("delete", meta={"messageIds": [m.message_id for m in group]})
+        now = now_iso()
         try:
             tree.mark_deleted(
                 conversation,
                 group,
-                now_iso(),
+                now,
                 recorder.take_events(),
                 turn,
                 pinned=pinned if changed_pins else None,
@@ -269,10 +270,10 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
             time.sleep(contention_backoff(attempt))
             continue
         metrics.add_metric(name="MessagesDeleted", unit=MetricUnit.Count, value=len(group))
-        now = now_iso()
-        for message in group:
-            message.deleted_at = now
-        return {"conversation_id": conversation_id, "deleted": [message_view(m) for m in group]}
+        return {
+            "conversation_id": conversation_id,
+            "deleted": [{**message_view(m), "deleted_at": now} for m in group],
+        }
     raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
 
 
