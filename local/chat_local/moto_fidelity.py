@@ -17,6 +17,11 @@
    through (the bytes are the same).
 4. A stream keeps what a reader still needs. moto keeps every stream record forever (DynamoDB keeps
    them 24 hours); `trim_read_records` lets the local server drop the records every poller has read.
+5. Every write is one step. DynamoDB applies an UpdateItem, a PutItem, a DeleteItem or a transaction
+   atomically; moto runs them from several threads at once, so a transaction could check its conditions,
+   an UpdateItem (a post taking its slots) run in between, and the transaction then apply what it had
+   checked against a conversation item that had moved on (two posts with one turn number, a message
+   overwritten). Here every write runs under one lock.
 """
 
 from __future__ import annotations
@@ -165,17 +170,35 @@ def _restore(saved: list[_Saved], streams: dict[int, tuple[Any, int]]) -> None:
 
 
 def _transact_with_undo(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-    saved = _saved_items(self, transact_items)
-    streams = {
-        id(table.stream_shard): (table.stream_shard, len(table.stream_shard.items))
-        for table, *_ in saved
-        if table.stream_shard is not None
-    }
-    try:
-        _original_backend(self, transact_items)
-    except Exception:
-        _restore(saved, streams)
-        raise
+    with _lock:
+        saved = _saved_items(self, transact_items)
+        streams = {
+            id(table.stream_shard): (table.stream_shard, len(table.stream_shard.items))
+            for table, *_ in saved
+            if table.stream_shard is not None
+        }
+        try:
+            _original_backend(self, transact_items)
+        except Exception:
+            _restore(saved, streams)
+            raise
+
+
+#: The single-item writes of moto's backend, each made one step under `_lock` (5.).
+_SINGLE_WRITES = ("update_item", "put_item", "delete_item")
+_original_writes: dict[str, Any] = {}
+
+
+def _one_step(name: str) -> Any:
+    original = getattr(DynamoDBBackend, name)
+
+    def write(self: DynamoDBBackend, *args: Any, **kwargs: Any) -> Any:
+        with _lock:
+            return original(self, *args, **kwargs)
+
+    write.__name__ = name
+    _original_writes[name] = original
+    return write
 
 
 _original_backend: Any = None
@@ -232,6 +255,9 @@ def install() -> None:
             _original_backend = DynamoDBBackend.transact_write_items
             dynamodb_models.copy = _TablesNotCopied  # type: ignore[attr-defined, assignment]
             DynamoDBBackend.transact_write_items = _transact_with_undo  # type: ignore[method-assign]
+        if not _original_writes:
+            for name in _SINGLE_WRITES:
+                setattr(DynamoDBBackend, name, _one_step(name))
 
 
 def reset() -> None:

@@ -393,3 +393,49 @@ def test_a_post_on_a_never_branched_conversation_still_costs_one_query(
     assert dynamo_calls == Counter({"Query": 2, "TransactWriteItems": 2})
     assert "m499" in _sent(standin_llm)
     assert "m998" not in _sent(standin_llm)
+
+
+def test_concurrent_posts_on_a_branched_conversation_all_land_on_its_active_path(
+    standin_llm: OpenAIStandin,
+) -> None:
+    """API-18 + REL: many posts at once on a branched conversation take their slots like on a line
+    (none is refused as busy), and every one of them, question and answer, is on the active path."""
+    cid, bodies = _turns("first", "second")
+    assert api.edit(cid, bodies[1]["user_message"]["message_id"], "second, edited").status == 201
+    results: list[Any] = []
+    lock = threading.Lock()
+
+    def run(index: int) -> None:
+        answer = api.post(f"burst {index}", cid)
+        with lock:
+            results.append(answer)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.status for r in results] == [201] * 12, [r.body for r in results]
+    path = _path(cid)
+    on_path = {m["message_id"] for m in path}
+    for answer in results:
+        assert answer.body["user_message"]["message_id"] in on_path
+        assert answer.body["assistant_message"]["message_id"] in on_path
+    assert [m["content"] for m in path[:3]] == ["first", path[1]["content"], "second, edited"]
+    assert all(later["parent_id"] == earlier["message_id"] for earlier, later in itertools.pairwise(path))
+
+
+def test_a_parent_out_of_order_never_hangs_a_read(standin_llm: OpenAIStandin) -> None:
+    """API-18: a message whose stored parent is not before it (an item edited by hand) cannot trap the
+    path walk in a loop: the detail route and the next post still answer, treating it as following the
+    message before it."""
+    cid, bodies = _turns("first", "second")
+    api.edit(cid, bodies[1]["user_message"]["message_id"], "second, edited")
+    leaf = _path(cid)[-1]
+    message = store.find_message("alice", cid, leaf["message_id"])
+    assert message is not None
+    message.parent_seq = int(message.seq) + 5
+    message.save()
+    path = _path(cid)
+    assert [m["content"] for m in path][-2:] == ["second, edited", leaf["content"]]
+    assert api.post("third", cid).status == 201

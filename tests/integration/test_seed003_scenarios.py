@@ -14,7 +14,8 @@ from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
-USER_FIELDS = {"message_id", "conversation_id", "role", "content", "status", "created_at"}
+#: API-18 adds `parent_id` (the message before it; null for a conversation's first message).
+USER_FIELDS = {"message_id", "conversation_id", "role", "content", "status", "created_at", "parent_id"}
 ASSISTANT_FIELDS = USER_FIELDS | {"model", "usage"}
 
 
@@ -53,6 +54,8 @@ def test_record_successful_chat_messages_with_usage(standin_llm: OpenAIStandin) 
     sent = standin_llm.completion_requests[-1].json
     user, assistant = answer.body["user_message"], answer.body["assistant_message"]
     assert set(user) == USER_FIELDS
+    assert user["parent_id"] is None
+    assert assistant["parent_id"] == user["message_id"]
     # (API-10: a model's answer also says how it ended)
     assert set(assistant) == ASSISTANT_FIELDS | {"finish_reason", "completion_id"}
     assert assistant["finish_reason"] == "stop"

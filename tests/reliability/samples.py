@@ -29,6 +29,11 @@ def body_for(route_key: str, ids: dict[str, str], marker: str = "sample") -> Any
         "POST /worlds/{world_id}/import": "",
         "PATCH /conversations/{conversation_id}/messages/{message_id}": {"pinned": True},
         "PATCH /conversations/{conversation_id}": {"title": f"{marker} renamed"},
+        "POST /conversations/{conversation_id}/messages/{message_id}/edit": {"content": f"{marker} edited"},
+        "PUT /conversations/{conversation_id}/active": {"message_id": ids.get("message_id", "")},
+        "POST /conversations/{conversation_id}/messages": {
+            "messages": [{"role": "user", "content": f"{marker} appended"}]
+        },
     }
     return bodies.get(route_key, {})
 

@@ -152,13 +152,15 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         if "kms:GenerateDataKey" in needs:
             senders.add(name)
     # The stream-triggered functions send failed batches to their dead-letter queues; the posting
-    # functions write content parts to the blob bucket.
+    # functions (and the edit and append routes, API-18/19) write content parts to the blob bucket.
     assert senders == {
         "SummarizeConversationFunction",
         "PurgeConversationFunction",
         "PostMessageFunction",
         "ChatCompletionsFunction",
         "StreamChatFunction",
+        "EditMessageFunction",
+        "AppendMessagesFunction",
     }
 
 

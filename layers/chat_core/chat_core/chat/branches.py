@@ -36,7 +36,7 @@ def edit_message(
 ) -> PostOutcome:
     """POST .../messages/{message_id}/edit: a new user message beside `message_id` (same parent), and
     the model's answer to it on the new branch, which becomes the active path."""
-    target = find_target(owner, conversation_id, message_id)
+    _, target = find_target(owner, conversation_id, message_id)
     if target.role != "user":
         raise InvalidInput(
             f"message {message_id!r} is a {target.role} message; only a user message can be edited "
@@ -69,7 +69,7 @@ def regenerate_message(
 ) -> PostOutcome:
     """POST .../messages/{message_id}/regenerate: a new answer beside the answer `message_id`, from the
     same context (the path up to the message it answered); the new answer's branch becomes active."""
-    target = find_target(owner, conversation_id, message_id)
+    _, target = find_target(owner, conversation_id, message_id)
     if target.role != "assistant":
         raise InvalidInput(
             f"message {message_id!r} is a {target.role} message; only an answer can be regenerated "

@@ -16,7 +16,7 @@ from chat_core.chat.assembly import read_history
 from chat_core.chat.once import once
 from chat_core.chat.paths import find_target
 from chat_core.chat.policy import count_message
-from chat_core.chat.rules import check_content, check_id, check_parts, not_found, now_iso, pending_calls
+from chat_core.chat.rules import check_content, check_id, check_parts, now_iso, pending_calls
 from chat_core.chat.views import message_view
 from chat_core.engine import tool_pairing
 from chat_core.engine.turnlog import TurnRecorder, TurnState
@@ -230,12 +230,9 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
     what was removed (nothing when it was removed already)."""
     settings = get_settings()
     for attempt in range(max(1, settings.post_attempts)):
-        target = find_target(owner, conversation_id, message_id)
+        conversation, target = find_target(owner, conversation_id, message_id)
         if target.deleted_at is not None:
             return {"conversation_id": conversation_id, "deleted": []}
-        conversation = store.get_conversation(owner, conversation_id)
-        if conversation is None or conversation.is_deleted:
-            raise not_found(conversation_id)
         path = _path_from(conversation, int(target.seq))
         if path is not None and int(target.seq) not in path:
             raise InvalidInput(

@@ -29,10 +29,11 @@ TREE_SCOPE = "tree"
 def set_active(owner: str, conversation_id: str, message_id: str) -> dict[str, Any]:
     """PUT /conversations/{id}/active: the active path ends at `message_id` from now on; the next post
     continues it. A turn waiting for tool results on the path left behind is left with it."""
-    target = find_target(owner, conversation_id, message_id)
+    conversation, target = find_target(owner, conversation_id, message_id)
     settings = get_settings()
     for attempt in range(max(1, settings.post_attempts)):
-        conversation = live_conversation(owner, conversation_id)
+        if attempt:
+            conversation = live_conversation(owner, conversation_id)
         turn = int(conversation.turn_count or 0) + 1
         recorder = TurnRecorder.new(turn)
         recorder.history_step(

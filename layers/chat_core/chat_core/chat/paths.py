@@ -174,14 +174,15 @@ def message_not_found(message_id: str) -> MessageNotFound:
     return MessageNotFound(f"message {message_id!r} not found")
 
 
-def find_target(owner: str, conversation_id: str, message_id: str) -> Message:
-    """The caller's message `message_id` in the conversation (404 for a malformed, unknown or another
-    user's id: one GetItem, the id carries its seq)."""
+def find_target(owner: str, conversation_id: str, message_id: str) -> tuple[Conversation, Message]:
+    """The caller's live conversation and its message `message_id` (404 for a malformed, unknown,
+    deleted or another user's id): two GetItems, the message's id carries its seq."""
     check_id(conversation_id)
+    conversation = live_conversation(owner, conversation_id)
     found = store.find_message(owner, conversation_id, message_id) if is_valid_id(message_id) else None
     if found is None:
         raise message_not_found(message_id)
-    return found
+    return conversation, found
 
 
 def live_conversation(owner: str, conversation_id: str) -> Conversation:

@@ -16,8 +16,9 @@ from chat_core.chat import paths, recording
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import assemble_window
 from chat_core.chat.deadlines import store_deadline
+from chat_core.chat.regenerate import regenerate_turn
 from chat_core.chat.rules import check_id, check_parts
-from chat_core.chat.turns import Branch, Turn, append_to_conversation, regenerate_turn, start_conversation
+from chat_core.chat.turns import Branch, Turn, append_to_conversation, start_conversation
 from chat_core.chat.views import PostOutcome, message_view, post_body
 from chat_core.engine import tool_pairing
 from chat_core.errors import (

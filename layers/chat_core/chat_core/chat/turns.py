@@ -22,6 +22,7 @@ from chat_core.errors import ConversationBusy, InvalidInput, StoreUnavailable, T
 from chat_core.observability import logger
 from chat_core.settings import Settings
 from chat_core.store import conversations as store
+from chat_core.store import slots as slots_store
 from chat_core.store import tree
 from chat_core.store.items import Conversation, Message, Summary
 from chat_core.store.keys import new_id
@@ -92,7 +93,7 @@ class Branch:
         return {"edits" if self.kind == "edit" else "regenerates": self.of.message_id}
 
 
-def _tree_write(
+def tree_write(
     conversation: Conversation,
     owner: str,
     parent: int,
@@ -225,7 +226,7 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
     )
 
 
-def _unreconciled(messages: Sequence[Message]) -> list[Message]:
+def unreconciled_replies(messages: Sequence[Message]) -> list[Message]:
     """Replies stored on their own whose totals the conversation item still lacks."""
     return [m for m in messages if m.pending_totals is not None]
 
@@ -306,11 +307,13 @@ def append_to_conversation(
             # Written once the conversation is known to be the caller's and the post is accepted.
             stored_parts = _stored_parts(owner, conversation_id, request, settings)
         branched = branch is not None or conversation.active_leaf is not None
-        if attempt > 0 and not pending and not branched:
-            reserved = _reserve_turn(owner, request, recent, names, model, deadline, settled, stored_parts)
+        if attempt > 0 and not pending:
+            reserved = _reserve_turn(
+                owner, request, recent, names, model, deadline, settled, stored_parts, branch=branch
+            )
             if reserved is not None:
                 return reserved
-            continue  # the conversation branched meanwhile: continue its active path instead
+            continue  # it branched (or a store said it had not) meanwhile: read it again
         seq = int(conversation.next_seq)
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
@@ -331,7 +334,7 @@ def append_to_conversation(
             )
         _record_client_steps(recorder, recorded_in, recorded)
         at_limit = bool(pending) and recorder.state.model_calls >= settings.max_turn_steps
-        unreconciled = _unreconciled(recent.read)
+        unreconciled = unreconciled_replies(recent.read)
         open_turn = _turn_state_to_catch_up(unreconciled)
         if at_limit:
             recorder.end("max_steps", conversation_tokens=conversation_tokens(conversation))
@@ -349,7 +352,7 @@ def append_to_conversation(
             parent = branch.parent if branch is not None else int(conversation.active_leaf or 0)
             tree.link_parents(messages, parent)
             leaf = reply_seq if reply_seq is not None else int(messages[-1].seq)
-            shape = _tree_write(conversation, owner, parent, seq, leaf)
+            shape = tree_write(conversation, owner, parent, seq, leaf)
         try:
             store.append_messages(
                 conversation,
@@ -364,7 +367,7 @@ def append_to_conversation(
             )
         except store.SequenceConflict:
             logger.info("sequence taken, re-reading", conversation_id=conversation_id, attempt=attempt + 1)
-            if not pending and not branched:
+            if not pending:
                 # A new turn takes its own slots next (one atomic update): nothing to wait for, so a
                 # slow store cannot run its wait out before it has even tried.
                 continue
@@ -393,86 +396,6 @@ def append_to_conversation(
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
 
 
-def regenerate_turn(
-    owner: str, request: PostMessageIn, settings: Settings, branch: Branch, context: Any = None
-) -> Turn:
-    """API-18: TransactWrite #1 of a regeneration: a new turn and the answer's reply slot, whose parent
-    (the message `branch.of` answered) the conversation keeps while the model answers; the active leaf
-    moves to the slot. No message is written before the model call.
-
-    The window is the path up to that parent, its last user message and what followed it (tool calls
-    and results) sent whole, as the answer being replaced saw them.
-    """
-    conversation_id = str(request.conversation_id)
-    deadline = wait_deadline(context, settings)
-    for attempt in range(max(1, settings.post_attempts)):
-        recent = read_history(owner, conversation_id, None, leaf=branch.parent)
-        conversation = recent.conversation
-        assert conversation is not None
-        if attempt == 0:
-            recording.repair_abandoned(conversation, recent.read, settings)
-        if not recent.messages or int(recent.messages[-1].seq) != branch.parent:
-            raise InvalidInput(
-                "the message this answer replied to is gone (deleted, or there was none): there is "
-                "nothing to answer again",
-                field="message_id",
-            )
-        model = request.model or conversation.model
-        settled = turn_settings(conversation.defaults, request.settings(), model)
-        slot = int(conversation.next_seq)
-        answered = recent.messages[-1]
-        turn_number = int(conversation.turn_count or 0) + 1
-        recorder = TurnRecorder.new(turn_number)
-        recorder.turn_start(
-            answered.content or "",
-            tokens=int(answered.tokens),
-            message_id=answered.message_id,
-            branch=branch.meta,
-        )
-        now = now_iso()
-        parents = tree.with_slot_parent(
-            conversation.slot_parents, slot, branch.parent, now, answered.message_id
-        )
-        shape = _tree_write(conversation, owner, branch.parent, slot, slot, slot_parents=parents)
-        unreconciled = _unreconciled(recent.read)
-        try:
-            store.append_messages(
-                conversation,
-                [],
-                now,
-                events=recorder.take_events(),
-                turn=turn_number,
-                open_turn=None,  # a turn waiting for tool results is left behind on the other branch
-                reconcile=unreconciled,
-                tree=shape,
-            )
-        except store.SequenceConflict:
-            pause = recording.contention_backoff(attempt)
-            if time.monotonic() + pause >= deadline:
-                break
-            time.sleep(pause)
-            continue
-        users = [i for i, m in enumerate(recent.messages) if m.role == "user"]
-        tail_from = int(recent.messages[users[-1]].seq) if users else branch.parent
-        return Turn(
-            conversation,
-            None,
-            [],
-            list(recent.messages),
-            model,
-            recorder,
-            first_seq=slot,
-            reply_seq=slot,
-            summary=recent.summary,
-            tail_from_seq=tail_from,
-            generation=settled,
-            reply_parent=branch.parent,
-            read=recent.read,
-            covered_from=recent.covered_from,
-        )
-    raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
-
-
 def _reserve_turn(
     owner: str,
     request: PostMessageIn,
@@ -482,25 +405,37 @@ def _reserve_turn(
     deadline: float,
     settled: TurnSettings,
     stored_parts: list[dict[str, Any]] | None,
+    *,
+    branch: Branch | None = None,
 ) -> Turn | None:
     """A new turn on a contended conversation: its slots taken by one atomic update, then written.
 
     Only a store that applies updates non-atomically can hand two posts the same slots; the loser's
-    write fails its conditions and it reserves again, until the deadline. None when the conversation
-    branched meanwhile (API-18).
+    write fails its conditions and it reserves again, until the deadline.
+
+    API-18: on a branched conversation (or for an edit) the same update moves the active leaf to the
+    turn's reply slot and hands back the leaf it replaced, which the messages follow (an edit's follow
+    the edited message's parent). None when the conversation changed between never branched and
+    branched since it was read: the caller reads it again.
     """
 
     conversation = recent.conversation
     assert conversation is not None
     assert request.content is not None
+    branched = branch is not None or conversation.active_leaf is not None
     conversation_id = conversation.conversation_id
     recorded_in = request.recorded()
     count = len(recorded_in) + 1
     for attempt in range(64):
         try:
-            slots = store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
+            if branched:
+                slots = slots_store.reserve_on_path(
+                    conversation, count + 1, now_iso(), new_turn=True, start_branch=branch is not None
+                )
+            else:
+                slots = slots_store.reserve_slots(conversation, count + 1, now_iso(), new_turn=True)
         except store.SequenceConflict:
-            return None  # it branched meanwhile (API-18): its posts continue the active path
+            return None
         except StoreUnavailable:
             # A transaction on the conversation item at the same moment (TransactionConflict): retry.
             pause = recording.contention_backoff(attempt)
@@ -513,17 +448,29 @@ def _reserve_turn(
             owner, conversation_id, slots.first_seq + len(recorded), request, model, stored_parts
         )
         recorder = TurnRecorder.new(slots.turn)
-        recorder.turn_start(user.content or "", tokens=int(user.tokens), message_id=user.message_id)
+        recorder.turn_start(
+            user.content or "",
+            tokens=int(user.tokens),
+            message_id=user.message_id,
+            branch=branch.meta if branch is not None else None,
+        )
         _record_client_steps(recorder, recorded_in, recorded)
-        unreconciled = _unreconciled(recent.read)
+        unreconciled = unreconciled_replies(recent.read)
+        links: list[Any] = []
+        if branched:
+            parent = branch.parent if branch is not None else int(slots.previous_leaf or 0)
+            tree.link_parents([*recorded, user], parent)
+            links = tree.link_items(owner, conversation_id, [(parent, slots.first_seq)])
         try:
-            store.put_reserved(
+            slots_store.put_reserved(
                 conversation,
                 [*recorded, user],
                 recorder.take_events(),
                 deadline,
                 reconcile=unreconciled,
                 open_turn=_turn_state_to_catch_up(unreconciled),
+                links=links,
+                drop_open_turn=branch is not None,
             )
         except store.SequenceConflict:
             pause = recording.contention_backoff(attempt)
@@ -543,6 +490,7 @@ def _reserve_turn(
             reply_seq=slots.first_seq + count,
             summary=recent.summary,
             generation=settled,
+            reply_parent=slots.first_seq + count - 1 if branched else None,
             read=recent.read,
             covered_from=recent.covered_from,
         )

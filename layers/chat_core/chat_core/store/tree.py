@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from chat_core.engine.turnlog import LogEvent
+from chat_core.observability import logger
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import (
     SequenceConflict,
@@ -141,7 +142,13 @@ def walk(
         path.append(message)
         if message.deleted_at is None:
             counted += 1
-        current = parent_seq(message)
+        parent = parent_seq(message)
+        if parent >= current:
+            # Parents are written before their children; a parent at or after its child cannot come
+            # from this service. Never loop on it: fall back to the message before.
+            logger.warning("message parent out of order", pk=conversation.pk, seq=current, parent=parent)
+            parent = current - 1
+        current = parent
     path.reverse()
     return Walk(messages=path, next_seq=current, queries=queries, known=found, covered_from=low)
 
