@@ -19,12 +19,13 @@ export SAM_CLI_TELEMETRY := 0
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-$(VENV)/.stamp: requirements-dev.txt layers/chat_core/requirements.txt bench/requirements.txt constraints.txt pyproject.toml
+$(VENV)/.stamp: requirements-dev.txt layers/chat_core/requirements.txt bench/requirements.txt constraints.txt pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON_SYS)" || { echo "no Python $(RUNTIME_VERSION) found"; exit 1; }
 	$(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -r requirements-dev.txt -r bench/requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e clients/python
 	touch $@
 
 venv: $(VENV)/.stamp ## create .venv with pinned dependencies and the `chat` CLI

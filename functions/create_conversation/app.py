@@ -1,4 +1,6 @@
-"""POST /conversations: create an empty conversation (title, system prompt, model, window policy)."""
+"""POST /conversations: create an empty conversation (title, system prompt, model, window policy, key);
+PUT /conversation-keys/{key}: the caller's conversation named by a key, created when there is none
+(API-21)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import create
 from chat_core.http.api import build_app, caller, json_response
-from chat_core.http.schemas import CreateConversationIn
+from chat_core.http.schemas import ConversationSettingsIn, CreateConversationIn
 from chat_core.observability import logger, metrics, tracer
 
 app = build_app()
@@ -18,6 +20,12 @@ app = build_app()
 @app.post("/conversations")
 def create_conversation(body: CreateConversationIn) -> Response[Any]:
     return json_response(201, create.create_conversation(caller(app), body))
+
+
+@app.put("/conversation-keys/<key>")
+def conversation_for_key(key: str, body: ConversationSettingsIn | None = None) -> Response[Any]:
+    view, created = create.conversation_for_key(caller(app), key, body)
+    return json_response(201 if created else 200, view)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

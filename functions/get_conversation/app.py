@@ -1,4 +1,5 @@
-"""GET /conversations/{conversation_id}: the conversation and its messages, oldest first, paginated."""
+"""GET /conversations/{conversation_id}: the conversation and its messages, oldest first, paginated; GET
+/conversation-keys/{key}: the same for the conversation the caller named by a key (API-21)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import reads
+from chat_core.chat import create, reads
 from chat_core.chat.paging import MAX_CURSOR_CHARS
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
@@ -24,6 +25,17 @@ def get_conversation(
 ) -> Response[Any]:
     detail = reads.get_conversation(caller(app), conversation_id, limit=limit, cursor=cursor)
     return json_response(200, detail)
+
+
+@app.get("/conversation-keys/<key>")
+def get_conversation_by_key(
+    key: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 100,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
+) -> Response[Any]:
+    owner = caller(app)
+    conversation_id = create.named_conversation_id(owner, key)
+    return json_response(200, reads.get_conversation(owner, conversation_id, limit=limit, cursor=cursor))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -146,10 +146,14 @@ class MessageOut(_Out):
     #: it is a reply still being written. `deleted_at` on a message removed from the path (API-20).
     parent_id: str | None = None
     deleted_at: str | None = None
+    #: API-22: what the client kept with an appended message, as given.
+    metadata: dict[str, Any] | None = None
 
 
 class ConversationOut(_Out):
     conversation_id: str
+    #: API-21: the name the caller gave it (`PUT /conversation-keys/{key}`), unique per user.
+    key: str | None = None
     title: str | None
     system_prompt: str | None
     model: str
@@ -410,7 +414,12 @@ _CONVERSATION_OUT: Final = {
 }
 
 ROUTES: Final[Mapping[str, RouteDoc]] = {
-    "POST /conversations": RouteDoc(201, ConversationOut, (400, 401, 413, 415, 422, 503)),
+    "POST /conversations": RouteDoc(201, ConversationOut, (400, 401, 409, 413, 415, 422, 503)),
+    # API-21: conversations named by a key the caller chooses.
+    "PUT /conversation-keys/{key}": RouteDoc(
+        200, ConversationOut, (400, 401, 409, 413, 415, 422, 503), also={201: ConversationOut}
+    ),
+    "GET /conversation-keys/{key}": RouteDoc(200, ConversationDetailOut, _READ),
     "POST /messages": RouteDoc(
         201,
         PostMessageOut,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote
 
 from tests.support import events
 from tests.support.lambda_context import LambdaContext
@@ -226,3 +227,33 @@ def switch(conversation_id: str, message_id: str, *, user: str | None = "alice")
         user=user,
     )
     return invoke("set_active", event)
+
+
+# -- API-21: conversations named by a caller-chosen key ----------------------------------------------------
+
+
+def put_key(key: str, body: Any = None, *, user: str | None = "alice") -> Answer:
+    """PUT /conversation-keys/{key} (no body when `body` is None)."""
+    extra = {"body": body} if body is not None else {}
+    event = events.http_event(
+        "PUT",
+        f"/conversation-keys/{quote(key, safe='')}",
+        route="/conversation-keys/{key}",
+        path_parameters={"key": key},
+        user=user,
+        **extra,
+    )
+    return invoke("create_conversation", event)
+
+
+def get_key(key: str, *, user: str | None = "alice", **query: str) -> Answer:
+    """GET /conversation-keys/{key}."""
+    event = events.http_event(
+        "GET",
+        f"/conversation-keys/{quote(key, safe='')}",
+        route="/conversation-keys/{key}",
+        path_parameters={"key": key},
+        query=query or None,
+        user=user,
+    )
+    return invoke("get_conversation", event)

@@ -48,6 +48,12 @@ class Conflict(ChatError):
     code = "conflict"
 
 
+class ConversationKeyTaken(Conflict):
+    """API-21: POST /conversations with a key that already names one of the caller's live conversations."""
+
+    code = "conversation_key_taken"
+
+
 class ProviderFailed(ChatError):
     """The model call failed (HTTP error, timeout, malformed body); carries what the provider sent.
 

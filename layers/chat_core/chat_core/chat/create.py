@@ -10,16 +10,20 @@ from chat_core.chat.rules import now_iso
 from chat_core.chat.views import conversation_view
 from chat_core.engine import tokens, turnlog
 from chat_core.engine.turnlog import LogEvent
+from chat_core.errors import ConversationBusy, ConversationKeyTaken, ConversationNotFound, InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
+from chat_core.store import names
 from chat_core.store.items import Conversation
-from chat_core.store.keys import new_id
+from chat_core.store.keys import MAX_CONVERSATION_KEY_CHARS, is_valid_conversation_key, new_id
 
 if TYPE_CHECKING:
-    from chat_core.http.schemas import CreateConversationIn, ModelSettingsIn
+    from chat_core.http.schemas import ConversationSettingsIn, CreateConversationIn, ModelSettingsIn
 
 TITLE_FROM_MESSAGE_CHARS = 80
+#: Rounds of "read the name, create under it" before concurrent claims of one key give up (409).
+NAME_ATTEMPTS = 5
 
 
 def session_start(conversation: Conversation, settings: Settings) -> LogEvent:
@@ -60,8 +64,12 @@ def new_conversation(
     system_prompt: str | None = None,
     window_policy: dict[str, Any] | None = None,
     defaults: dict[str, Any] | None = None,
+    key: str | None = None,
+    replacing: str | None = None,
 ) -> Conversation:
-    """A new, empty conversation stored with its session_start event; the system prompt counted once."""
+    """A new, empty conversation stored with its session_start event; the system prompt counted once.
+    With `key` (API-21) it is named by it in the same write (names.NameTaken when the key names another
+    conversation than `replacing`)."""
     settings = get_settings()
     model = model or settings.llm_model
     system_prompt = system_prompt or None
@@ -78,21 +86,95 @@ def new_conversation(
         defaults=defaults,
         created_at=now,
         updated_at=now,
+        conversation_key=key,
     )
-    store.create_conversation(conversation, events=[session_start(conversation, settings)])
+    events = [session_start(conversation, settings)]
+    if key is None:
+        store.create_conversation(conversation, events=events)
+    else:
+        names.create_named(conversation, key, events=events, replacing=replacing)
     metrics.add_metric(name="ConversationsCreated", unit=MetricUnit.Count, value=1)
     logger.info("conversation created", conversation_id=conversation.conversation_id, model=model)
     return conversation
 
 
+def _settings(request: ConversationSettingsIn | None) -> dict[str, Any]:
+    if request is None:
+        return {}
+    return {
+        "model": request.model,
+        "title": request.title,
+        "system_prompt": request.system_prompt,
+        "window_policy": policy_dict(request.window_policy),
+        "defaults": defaults_dict(request.defaults),
+    }
+
+
 def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, Any]:
-    """POST /conversations: a new, empty conversation with its settings (201)."""
-    conversation = new_conversation(
-        owner,
-        model=request.model,
-        title=request.title,
-        system_prompt=request.system_prompt,
-        window_policy=policy_dict(request.window_policy),
-        defaults=defaults_dict(request.defaults),
-    )
-    return conversation_view(conversation)
+    """POST /conversations: a new, empty conversation with its settings (201). With `key` (API-21): 409
+    conversation_key_taken when the key names one of the caller's live conversations."""
+    if request.key is None:
+        return conversation_view(new_conversation(owner, **_settings(request)))
+    outcome = _named(owner, request.key, request, take_live=False)
+    return conversation_view(outcome[0])
+
+
+def conversation_for_key(
+    owner: str, key: str, request: ConversationSettingsIn | None
+) -> tuple[dict[str, Any], bool]:
+    """PUT /conversation-keys/{key} (API-21): the caller's conversation named `key`, created with
+    `request`'s settings when there is none (or it was deleted). The view, and whether it was created."""
+    check_key(key)
+    conversation, created = _named(owner, key, request, take_live=True)
+    return conversation_view(conversation), created
+
+
+def named_conversation_id(owner: str, key: str) -> str:
+    """The id of the caller's live conversation named `key` (404 when there is none)."""
+    check_key(key)
+    live = _live_named(owner, key)
+    if live is None:
+        raise ConversationNotFound(f"no conversation has the key {key!r}", key=key)
+    return live.conversation_id
+
+
+def check_key(key: str) -> None:
+    if not is_valid_conversation_key(key):
+        raise InvalidInput(
+            f"a conversation key is 1-{MAX_CONVERSATION_KEY_CHARS} characters: letters, digits and . _ : @ "
+            "+ = ~ - (no '/', '#' or spaces)",
+            field="key",
+        )
+
+
+def _live_named(owner: str, key: str) -> Conversation | None:
+    name = names.find_name(owner, key)
+    if name is None:
+        return None
+    conversation = store.get_conversation(owner, name.conversation_id)
+    return conversation if conversation is not None and not conversation.is_deleted else None
+
+
+def _named(
+    owner: str, key: str, request: ConversationSettingsIn | None, *, take_live: bool
+) -> tuple[Conversation, bool]:
+    """The conversation named `key`: the live one (`take_live`, else 409), or a new one."""
+    settings = _settings(request)
+    for _ in range(NAME_ATTEMPTS):
+        name = names.find_name(owner, key)
+        if name is not None:
+            conversation = store.get_conversation(owner, name.conversation_id)
+            if conversation is not None and not conversation.is_deleted:
+                if not take_live:
+                    raise ConversationKeyTaken(
+                        f"the key {key!r} already names conversation {conversation.conversation_id}",
+                        key=key,
+                        conversation_id=conversation.conversation_id,
+                    )
+                return conversation, False
+        replacing = name.conversation_id if name is not None else None
+        try:
+            return new_conversation(owner, key=key, replacing=replacing, **settings), True
+        except names.NameTaken:
+            continue  # created (or taken over) by another request meanwhile: read it again
+    raise ConversationBusy("the key is being claimed by concurrent requests; retry the request")

@@ -7,6 +7,7 @@ a conversation recorded elsewhere. Both are turns of their own in the turn log.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 #: What one append may write in its one TransactWrite (DynamoDB takes 4 MB a transaction).
 MAX_APPEND_BYTES: Final = 3 * 1024 * 1024
+#: API-22: the most a message's `metadata` may take, as compact JSON.
+MAX_METADATA_BYTES: Final = 64 * 1024
 #: Messages after a deleted tool call searched for its results (they follow it closely).
 RESULTS_SEARCH: Final = 100
 
@@ -53,6 +56,16 @@ def _check_before_io(request: AppendMessagesIn, settings: Settings) -> list[dict
         except (InvalidInput, PayloadTooLarge) as exc:
             exc.details["field"] = f"messages[{index}].content"
             raise
+        if "metadata" in message:
+            size = len(json.dumps(message["metadata"], ensure_ascii=False, separators=(",", ":")).encode())
+            if size > MAX_METADATA_BYTES:
+                raise PayloadTooLarge(
+                    f"messages[{index}].metadata takes {size} bytes as JSON; "
+                    f"the limit is {MAX_METADATA_BYTES}",
+                    field=f"messages[{index}].metadata",
+                    size=size,
+                    limit=MAX_METADATA_BYTES,
+                )
     tool_pairing.check_sizes([m for m in given if m["role"] in ("assistant", "tool")])
     return given
 
@@ -99,6 +112,7 @@ def _build(
             tool_calls=message.get("tool_calls"),
             tool_call_id=message.get("tool_call_id"),
             name=name,
+            metadata=message.get("metadata"),
         )
         if role == "assistant":
             item.model = message.get("model") or model

@@ -82,6 +82,8 @@ def message_view(message: Message) -> dict[str, Any]:
         view["content_parts"] = attachments.view_parts(parts, *where) if where else parts
     if message.pinned:
         view["pinned"] = True
+    if message.metadata is not None:
+        view["metadata"] = message.metadata
     if message.role == "assistant":
         usage = message.usage
         view["model"] = message.model
@@ -109,6 +111,7 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
     _, pending = pending_calls(conversation)
     return {
         "conversation_id": conversation.conversation_id,
+        "key": conversation.conversation_key,
         "title": conversation.title,
         "system_prompt": conversation.system_prompt,
         "model": conversation.model,

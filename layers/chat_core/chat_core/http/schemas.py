@@ -150,8 +150,14 @@ class ModelSettingsIn(_Strict):
 MODEL_SETTING_FIELDS: tuple[str, ...] = tuple(ModelSettingsIn.model_fields)
 
 
-class CreateConversationIn(_Strict):
-    """POST /conversations."""
+#: API-21: a caller-chosen conversation key (a framework's session id): unique per user.
+ConversationKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@+=~-]+$")
+]
+
+
+class ConversationSettingsIn(_Strict):
+    """A new conversation's settings: `PUT /conversation-keys/{key}` uses them when it creates one."""
 
     title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
     system_prompt: str | None = Field(default=None, max_length=MAX_SYSTEM_PROMPT_CHARS)
@@ -159,6 +165,12 @@ class CreateConversationIn(_Strict):
     window_policy: WindowPolicyIn | None = None
     #: API-12: settings every post of the conversation sends unless the post says otherwise.
     defaults: ModelSettingsIn | None = None
+
+
+class CreateConversationIn(ConversationSettingsIn):
+    """POST /conversations; `key` (API-21) names it for `GET/PUT /conversation-keys/{key}`."""
+
+    key: ConversationKey | None = None
 
 
 class UpdateConversationIn(_Strict):
@@ -397,10 +409,16 @@ class UsageIn(_Strict):
     total_tokens: int | None = Field(default=None, ge=0, le=20_000_000)
 
 
+#: API-22: what a framework keeps with a message (ids, item types, metadata of its own): stored and read
+#: back as given, never sent to a model; at most MAX_METADATA_BYTES as JSON (checked by chat_core).
+MessageMetadata = dict[str, Any]
+
+
 class AppendUserIn(_Strict):
     role: Literal["user"]
     #: Held to a post's limits (API-3, API-15).
     content: str | list[ContentPartIn]
+    metadata: MessageMetadata | None = None
 
 
 class AppendSystemIn(_Strict):
@@ -408,24 +426,31 @@ class AppendSystemIn(_Strict):
 
     role: Literal["system"]
     content: str
+    metadata: MessageMetadata | None = None
 
 
 class AppendAssistantIn(AssistantMessageIn):
-    """An answer given elsewhere: its text and/or tool calls, the model and the usage it reported."""
+    """An answer given elsewhere: its text and/or tool calls, the model and the usage it reported. The
+    text may be empty (`""`: a step that said nothing, such as a reasoning item a framework keeps)."""
 
     model: ModelName | None = None
     usage: UsageIn | None = None
     refusal: str | None = None
+    metadata: MessageMetadata | None = None
 
     @model_validator(mode="after")
     def _says_something(self) -> AppendAssistantIn:
-        if not self.content and not self.tool_calls and not self.refusal:
+        if self.content is None and not self.tool_calls and not self.refusal:
             raise ValueError("an assistant message needs content, tool_calls or refusal")
         return self
 
 
+class AppendToolIn(ToolMessageIn):
+    metadata: MessageMetadata | None = None
+
+
 AppendMessageIn = Annotated[
-    AppendUserIn | AppendSystemIn | AppendAssistantIn | ToolMessageIn, Field(discriminator="role")
+    AppendUserIn | AppendSystemIn | AppendAssistantIn | AppendToolIn, Field(discriminator="role")
 ]
 
 

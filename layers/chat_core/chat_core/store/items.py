@@ -22,8 +22,10 @@ from chat_core.engine.turnlog import LogEvent
 from chat_core.store.base import TableItem
 from chat_core.store.keys import (
     META_SK,
+    NAME_SK,
     SESSION_END_SK,
     SUMMARY_SK,
+    conversation_name_pk,
     conversation_pk,
     event_sk,
     link_sk,
@@ -84,6 +86,8 @@ class Conversation(TableItem, discriminator="conversation"):
     #: not follow their parent ({"<seq>": {"parent", "at", "ref"}}, a regeneration's, while it runs).
     active_leaf = NumberAttribute(null=True)
     slot_parents = JSONAttribute(null=True)
+    #: API-21: the key the caller named it by (its ConversationName item points here), if any.
+    conversation_key = UnicodeAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:
@@ -144,6 +148,8 @@ class Message(TableItem, discriminator="message"):
     #: DELETE (kept for audit, never sent to the model again).
     parent_seq = NumberAttribute(null=True)
     deleted_at = UnicodeAttribute(null=True)
+    #: API-22: what the client kept with an appended message, as given; never sent to a model.
+    metadata = JSONAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
@@ -154,6 +160,28 @@ class Message(TableItem, discriminator="message"):
     def new(cls, owner: str, conversation_id: str, seq: int, **attributes: Any) -> Message:
         pk, sk = cls.key(owner, conversation_id, seq)
         return cls(pk, sk, conversation_id=conversation_id, seq=seq, **attributes)
+
+
+class ConversationName(TableItem, discriminator="conversation_name"):
+    """API-21: a caller-chosen key naming one of an owner's conversations (`pk = USER#<owner>#KEY#<key>`,
+    `sk = ~KEY`). Written in the transaction that creates the conversation; once that conversation is
+    deleted, the next conversation created under the key takes the name over."""
+
+    owner = UnicodeAttribute()
+    conversation_key = UnicodeAttribute()
+    conversation_id = UnicodeAttribute()
+    created_at = UnicodeAttribute()
+
+    @classmethod
+    def new(cls, owner: str, key: str, conversation_id: str, created_at: str) -> ConversationName:
+        return cls(
+            conversation_name_pk(owner, key),
+            NAME_SK,
+            owner=owner,
+            conversation_key=key,
+            conversation_id=conversation_id,
+            created_at=created_at,
+        )
 
 
 class BranchLink(TableItem, discriminator="branch_link"):

@@ -55,6 +55,23 @@ def conversation_pk(owner: str, conversation_id: str) -> str:
     return f"{owner_pk(owner)}#CONV#{conversation_id}"
 
 
+#: API-21: a caller-chosen conversation key: letters, digits and `._:@+=~-` (safe in a URL path
+#: segment as they are), 1-200 characters.
+_CONVERSATION_KEY_RE = re.compile(r"^[A-Za-z0-9._:@+=~-]{1,200}$")
+MAX_CONVERSATION_KEY_CHARS = 200
+NAME_SK = "~KEY"
+
+
+def is_valid_conversation_key(key: str) -> bool:
+    return bool(_CONVERSATION_KEY_RE.fullmatch(key))
+
+
+def conversation_name_pk(owner: str, key: str) -> str:
+    """Partition key of the item naming one of an owner's conversations by its key (API-21). Keys hold no
+    '#' and owners are escaped, so no key of one owner can produce another owner's partition key."""
+    return f"{owner_pk(owner)}#KEY#{key}"
+
+
 def message_sk(seq: int) -> str:
     """Sort key of the message at `seq` (zero-padded so string order is numeric order)."""
     return f"{MESSAGE_SK_PREFIX}{seq:0{SEQ_WIDTH}d}"

@@ -1,0 +1,271 @@
+"""`ChatHistoryClient` and `AsyncChatHistoryClient`: the HTTP API over httpx, the same methods in both
+(the async one's are awaited). Every POST carries an Idempotency-Key, kept across retries, so a retried
+post never asks the model twice; 429, 503 and a busy conversation are retried honouring Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+
+from chat_history_client import _calls
+from chat_history_client._calls import Call, Policy, T
+from chat_history_client.errors import TransportError
+from chat_history_client.types import Conversation, Message, Page, PostResult
+
+DEFAULT_BASE_URL = "http://127.0.0.1:3000"
+
+
+class ChatHistoryClient:
+    """The API, synchronously. Pass `token` (a JWT; deployed) or `user_id` (the local server's dev
+    mode). Use as a context manager, or call `close()`."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        token: str | None = None,
+        user_id: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.25,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self._policy = Policy(
+            base_url, token=token, user_id=user_id, max_retries=max_retries, backoff=backoff
+        )
+        self._http = http_client or httpx.Client(timeout=timeout)
+
+    def __enter__(self) -> ChatHistoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(self, call: Call[T]) -> T:
+        """Send one call (retrying what may be retried) and return its parsed result."""
+        policy = self._policy
+        request = policy.request(call)
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(**request)
+            except httpx.TransportError as exc:
+                if attempt >= policy.max_retries:
+                    raise TransportError(f"{call.method} {call.path}: {exc}") from exc
+                time.sleep(policy.pause(attempt))
+                attempt += 1
+                continue
+            wait = policy.retry_after(response, attempt)
+            if wait is None:
+                return policy.result(call, response)
+            time.sleep(wait)
+            attempt += 1
+
+    # Conversations
+
+    def create_conversation(self, *, key: str | None = None, **settings: Any) -> Conversation:
+        """A new empty conversation; `key` (optional) names it for `conversation_for_key`."""
+        return self.send(_calls.create_conversation(key, settings))
+
+    def conversation_for_key(self, key: str, **settings: Any) -> Conversation:
+        """The caller's conversation named `key`, created (with `settings`) when there is none."""
+        return self.send(_calls.conversation_for_key(key, settings))
+
+    def find_conversation(self, key: str) -> Conversation | None:
+        """The caller's conversation named `key`, or None."""
+        return self.send(_calls.find_conversation(key))
+
+    def get_conversation(self, conversation_id: str) -> Conversation:
+        return self.send(_calls.get_conversation(conversation_id))
+
+    def update_conversation(self, conversation_id: str, **fields: Any) -> Conversation:
+        return self.send(_calls.update_conversation(conversation_id, fields))
+
+    def delete_conversation(self, conversation_id: str, *, missing_ok: bool = False) -> None:
+        self.send(_calls.delete_conversation(conversation_id, missing_ok=missing_ok))
+
+    def list_conversations(self, *, limit: int = 20, cursor: str | None = None) -> Page[Conversation]:
+        return self.send(_calls.list_conversations(limit, cursor))
+
+    def iter_conversations(self, *, page_size: int = 100) -> Iterator[Conversation]:
+        """Every conversation, newest first, page by page."""
+        cursor = None
+        while True:
+            page = self.list_conversations(limit=page_size, cursor=cursor)
+            yield from page.items
+            if not (cursor := page.next_cursor):
+                return
+
+    # Messages
+
+    def messages(self, conversation_id: str, *, limit: int = 100, cursor: str | None = None) -> Page[Message]:
+        """One page of the active path, oldest first."""
+        return self.send(_calls.messages(conversation_id, limit, cursor))
+
+    def iter_messages(self, conversation_id: str, *, page_size: int = 200) -> Iterator[Message]:
+        """Every message of the active path, oldest first, page by page."""
+        cursor = None
+        while True:
+            page = self.messages(conversation_id, limit=page_size, cursor=cursor)
+            yield from page.items
+            if not (cursor := page.next_cursor):
+                return
+
+    def post_message(self, content: Any, conversation_id: str | None = None, **settings: Any) -> PostResult:
+        """Ask the model: the question and its answer are stored (a new conversation without an id)."""
+        return self.send(_calls.post_message(content, conversation_id, settings))
+
+    def append_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+        """Store messages as given, without the model (at most 30 a call, written together)."""
+        return self.send(_calls.append_messages(conversation_id, messages))
+
+    def delete_message(self, conversation_id: str, message_id: str) -> list[Message]:
+        """Take a message (and its tool calls' results) off the active path; what was removed."""
+        return self.send(_calls.delete_message(conversation_id, message_id))
+
+    def edit_message(
+        self, conversation_id: str, message_id: str, content: Any, **settings: Any
+    ) -> PostResult:
+        return self.send(_calls.edit_message(conversation_id, message_id, content, settings))
+
+    def regenerate_message(self, conversation_id: str, message_id: str, **settings: Any) -> PostResult:
+        return self.send(_calls.regenerate_message(conversation_id, message_id, settings))
+
+    def set_active(self, conversation_id: str, message_id: str) -> Conversation:
+        return self.send(_calls.set_active(conversation_id, message_id))
+
+    def tree(self, conversation_id: str, *, limit: int = 100, cursor: str | None = None) -> Page[Message]:
+        return self.send(_calls.tree(conversation_id, limit, cursor))
+
+    def window(self, conversation_id: str, content: Any, **settings: Any) -> dict[str, Any]:
+        """What a post of `content` would send the model, message by message (nothing is written)."""
+        return self.send(_calls.window(conversation_id, content, settings))
+
+
+class AsyncChatHistoryClient:
+    """`ChatHistoryClient` for asyncio: the same methods, awaited; `iter_*` are async iterators."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        token: str | None = None,
+        user_id: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.25,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._policy = Policy(
+            base_url, token=token, user_id=user_id, max_retries=max_retries, backoff=backoff
+        )
+        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+
+    async def __aenter__(self) -> AsyncChatHistoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, call: Call[T]) -> T:
+        policy = self._policy
+        request = policy.request(call)
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(**request)
+            except httpx.TransportError as exc:
+                if attempt >= policy.max_retries:
+                    raise TransportError(f"{call.method} {call.path}: {exc}") from exc
+                await asyncio.sleep(policy.pause(attempt))
+                attempt += 1
+                continue
+            wait = policy.retry_after(response, attempt)
+            if wait is None:
+                return policy.result(call, response)
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def create_conversation(self, *, key: str | None = None, **settings: Any) -> Conversation:
+        return await self.send(_calls.create_conversation(key, settings))
+
+    async def conversation_for_key(self, key: str, **settings: Any) -> Conversation:
+        return await self.send(_calls.conversation_for_key(key, settings))
+
+    async def find_conversation(self, key: str) -> Conversation | None:
+        return await self.send(_calls.find_conversation(key))
+
+    async def get_conversation(self, conversation_id: str) -> Conversation:
+        return await self.send(_calls.get_conversation(conversation_id))
+
+    async def update_conversation(self, conversation_id: str, **fields: Any) -> Conversation:
+        return await self.send(_calls.update_conversation(conversation_id, fields))
+
+    async def delete_conversation(self, conversation_id: str, *, missing_ok: bool = False) -> None:
+        await self.send(_calls.delete_conversation(conversation_id, missing_ok=missing_ok))
+
+    async def list_conversations(self, *, limit: int = 20, cursor: str | None = None) -> Page[Conversation]:
+        return await self.send(_calls.list_conversations(limit, cursor))
+
+    async def iter_conversations(self, *, page_size: int = 100) -> AsyncIterator[Conversation]:
+        cursor = None
+        while True:
+            page = await self.list_conversations(limit=page_size, cursor=cursor)
+            for item in page.items:
+                yield item
+            if not (cursor := page.next_cursor):
+                return
+
+    async def messages(
+        self, conversation_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> Page[Message]:
+        return await self.send(_calls.messages(conversation_id, limit, cursor))
+
+    async def iter_messages(self, conversation_id: str, *, page_size: int = 200) -> AsyncIterator[Message]:
+        cursor = None
+        while True:
+            page = await self.messages(conversation_id, limit=page_size, cursor=cursor)
+            for item in page.items:
+                yield item
+            if not (cursor := page.next_cursor):
+                return
+
+    async def post_message(
+        self, content: Any, conversation_id: str | None = None, **settings: Any
+    ) -> PostResult:
+        return await self.send(_calls.post_message(content, conversation_id, settings))
+
+    async def append_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+        return await self.send(_calls.append_messages(conversation_id, messages))
+
+    async def delete_message(self, conversation_id: str, message_id: str) -> list[Message]:
+        return await self.send(_calls.delete_message(conversation_id, message_id))
+
+    async def edit_message(
+        self, conversation_id: str, message_id: str, content: Any, **settings: Any
+    ) -> PostResult:
+        return await self.send(_calls.edit_message(conversation_id, message_id, content, settings))
+
+    async def regenerate_message(self, conversation_id: str, message_id: str, **settings: Any) -> PostResult:
+        return await self.send(_calls.regenerate_message(conversation_id, message_id, settings))
+
+    async def set_active(self, conversation_id: str, message_id: str) -> Conversation:
+        return await self.send(_calls.set_active(conversation_id, message_id))
+
+    async def tree(
+        self, conversation_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> Page[Message]:
+        return await self.send(_calls.tree(conversation_id, limit, cursor))
+
+    async def window(self, conversation_id: str, content: Any, **settings: Any) -> dict[str, Any]:
+        return await self.send(_calls.window(conversation_id, content, settings))

@@ -1,0 +1,108 @@
+"""Typed results. Each keeps the API's whole JSON object in `raw`, so a field this version of the client
+does not know yet is still there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Message:
+    """A stored message (the API's message object)."""
+
+    message_id: str
+    conversation_id: str
+    role: str
+    content: str | None
+    status: str = "ok"
+    created_at: str | None = None
+    parent_id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Message:
+        return cls(
+            message_id=data["message_id"],
+            conversation_id=data.get("conversation_id", ""),
+            role=data["role"],
+            content=data.get("content"),
+            status=data.get("status", "ok"),
+            created_at=data.get("created_at"),
+            parent_id=data.get("parent_id"),
+            tool_calls=data.get("tool_calls"),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            model=data.get("model"),
+            usage=data.get("usage"),
+            metadata=data.get("metadata"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation's settings and totals (the API's conversation object)."""
+
+    conversation_id: str
+    key: str | None = None
+    title: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    message_count: int = 0
+    turn_count: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Conversation:
+        return cls(
+            conversation_id=data["conversation_id"],
+            key=data.get("key"),
+            title=data.get("title"),
+            model=data.get("model"),
+            system_prompt=data.get("system_prompt"),
+            message_count=int(data.get("message_count") or 0),
+            turn_count=int(data.get("turn_count") or 0),
+            created_at=data.get("created_at"),
+            updated_at=data.get("updated_at"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing; pass `next_cursor` back for the next (None on the last page)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class PostResult:
+    """What `POST /messages` (and edit, regenerate) answered: the question stored (None for a
+    regeneration) and the model's answer."""
+
+    conversation_id: str
+    user_message: Message | None
+    assistant_message: Message
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> PostResult:
+        user = data.get("user_message")
+        return cls(
+            conversation_id=data["conversation_id"],
+            user_message=Message.from_api(user) if user else None,
+            assistant_message=Message.from_api(data["assistant_message"]),
+            raw=data,
+        )

@@ -1,0 +1,63 @@
+"""API-21: conversations named by a key the caller chooses (`"user_123"`), unique per owner.
+
+The name is its own item (`USER#<owner>#KEY#<key>`, `~KEY`), written in the one TransactWrite that creates
+the conversation, with a condition that makes the key unique: two requests creating the same key at once
+get one conversation. A name whose conversation was deleted is taken over by the next one created under
+it (the condition names the conversation it replaces)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pynamodb.exceptions import PynamoDBException
+
+from chat_core.engine.turnlog import LogEvent
+from chat_core.store import base
+from chat_core.store.base import TableItem
+from chat_core.store.conversations import _NEW, _Cancelled, _event_puts, _write, get_conversation
+from chat_core.store.items import Conversation, ConversationName
+from chat_core.store.keys import NAME_SK, conversation_name_pk
+
+
+class NameTaken(Exception):
+    """The key names another conversation (created meanwhile, or live): `conversation_id` is it."""
+
+    def __init__(self, conversation_id: str | None) -> None:
+        super().__init__(f"the key names conversation {conversation_id}")
+        self.conversation_id = conversation_id
+
+
+def find_name(owner: str, key: str) -> ConversationName | None:
+    """The item naming `key` for `owner` (one consistent GetItem), or None."""
+    base.bind()
+    try:
+        return ConversationName.get(conversation_name_pk(owner, key), NAME_SK, consistent_read=True)
+    except ConversationName.DoesNotExist:
+        return None
+    except PynamoDBException as exc:
+        raise base.store_error(exc) from exc
+
+
+def create_named(
+    conversation: Conversation, key: str, *, events: Sequence[LogEvent] = (), replacing: str | None = None
+) -> None:
+    """A new conversation named `key`, with its session_start event, in one TransactWrite. The name
+    must be free, or still name `replacing` (a deleted conversation); else NameTaken."""
+    name = ConversationName.new(
+        conversation.owner, key, conversation.conversation_id, conversation.created_at
+    )
+    free = TableItem.pk.does_not_exist()
+    if replacing is not None:
+        free = free | (ConversationName.conversation_id == replacing)
+    try:
+        _write(
+            [("put", conversation, _NEW, None), ("put", name, free, None)],
+            _event_puts(conversation, events),
+            f"{conversation.pk}|create|{key}|{conversation.created_at}",
+        )
+    except _Cancelled as exc:
+        stored = get_conversation(conversation.owner, conversation.conversation_id)
+        if stored is not None and stored.created_at == conversation.created_at:
+            return  # our own write, its response lost
+        now = find_name(conversation.owner, key)
+        raise NameTaken(now.conversation_id if now is not None else None) from exc
