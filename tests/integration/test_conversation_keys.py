@@ -116,7 +116,9 @@ def test_metadata_is_kept_as_given_and_never_sent_to_the_model(standin_llm: Open
     assert [m.get("metadata") for m in read] == [{"id": "u1"}, meta, {"id": "a1"}]
     assert api.post("next", cid).status == 201
     sent = str(standin_llm.requests[-1].json["messages"])
-    assert "rs_1" not in sent and "u1" not in sent and "保留" not in sent
+    assert "rs_1" not in sent
+    assert "u1" not in sent
+    assert "保留" not in sent
 
 
 def test_oversized_metadata_is_refused_naming_it() -> None:

@@ -188,7 +188,8 @@ class Policy:
         else exponential backoff with jitter."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
-        return min(self.backoff * (2**attempt), MAX_RETRY_AFTER) * (0.5 + random.random() / 2)  # noqa: S311
+        base = min(float(self.backoff) * 2.0**attempt, MAX_RETRY_AFTER)
+        return base * (0.5 + random.random() / 2)  # noqa: S311
 
     def retry_after(self, response: httpx.Response, attempt: int) -> float | None:
         """How long to wait before sending again, or None when `response` is final."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from chat_history_client._calls import APPEND_BATCH
 from chat_history_client.client import DEFAULT_BASE_URL, AsyncChatHistoryClient
 from chat_history_client.errors import NotFound
-from chat_history_client.types import Message
+from chat_history_client.types import Conversation, Message
 
 if TYPE_CHECKING:
     from agents.memory.session_settings import SessionSettings
@@ -150,6 +150,7 @@ class ChatHistorySession:
 
     async def _conversation(self, *, create: bool) -> str | None:
         if self._conversation_id is None:
+            found: Conversation | None
             if create:
                 found = await self._client.conversation_for_key(self.session_id, **self._settings)
             else:

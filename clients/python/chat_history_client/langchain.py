@@ -31,7 +31,7 @@ from langchain_core.messages import (
 from chat_history_client._calls import APPEND_BATCH
 from chat_history_client.client import DEFAULT_BASE_URL, AsyncChatHistoryClient, ChatHistoryClient
 from chat_history_client.errors import NotFound
-from chat_history_client.types import Message
+from chat_history_client.types import Conversation, Message
 
 #: Where a message keeps the LangChain message it stands for, when it cannot say it exactly itself.
 METADATA_KEY = "langchain_message"
@@ -145,6 +145,7 @@ class ChatHistoryMessageHistory(BaseChatMessageHistory):
 
     def _conversation(self, *, create: bool) -> str | None:
         if self._conversation_id is None:
+            found: Conversation | None
             if create:
                 found = self._client.conversation_for_key(self.session_id, **self._settings)
             else:
@@ -197,6 +198,7 @@ class ChatHistoryMessageHistory(BaseChatMessageHistory):
     async def _aconversation(self, *, create: bool) -> str | None:
         if self._conversation_id is None:
             client = self._aclient()
+            found: Conversation | None
             if create:
                 found = await client.conversation_for_key(self.session_id, **self._settings)
             else:

@@ -1,0 +1,182 @@
+"""CLIENT-1: `ChatHistoryClient` and `AsyncChatHistoryClient` against the local server over HTTP, and
+their retries against a loopback server that answers 429/503 first."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from chat_history_client import (
+    AsyncChatHistoryClient,
+    AuthenticationError,
+    ChatHistoryClient,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    ServiceUnavailable,
+)
+
+from tests.support.local_server import ServerProcess
+from tests.support.openai_standin import OpenAIStandin
+
+
+@pytest.fixture
+def alice(server: ServerProcess, model: OpenAIStandin) -> Iterator[ChatHistoryClient]:
+    with ChatHistoryClient(server.url, user_id="alice") as client:
+        yield client
+
+
+def test_a_conversation_by_key_posts_appends_and_reads_back(alice: ChatHistoryClient) -> None:
+    """CLIENT-1 / API-21: the typed results of the main calls, from a key to the messages."""
+    conversation = alice.conversation_for_key("client-basics", title="Basics")
+    assert conversation.key == "client-basics"
+    assert alice.conversation_for_key("client-basics").conversation_id == conversation.conversation_id
+    answer = alice.post_message("hello there", conversation.conversation_id)
+    assert answer.user_message is not None
+    assert answer.user_message.content == "hello there"
+    assert answer.assistant_message.role == "assistant"
+    stored = alice.append_messages(
+        conversation.conversation_id,
+        [{"role": "user", "content": "noted"}, {"role": "assistant", "content": "ok", "metadata": {"n": 1}}],
+    )
+    assert [m.content for m in stored] == ["noted", "ok"]
+    messages = list(alice.iter_messages(conversation.conversation_id, page_size=1))
+    assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert messages[-1].metadata == {"n": 1}
+    assert messages[1].parent_id == messages[0].message_id
+    found = alice.find_conversation("client-basics")
+    assert found is not None
+    assert found.message_count == 4
+    assert alice.find_conversation("no-such-key") is None
+    popped = alice.delete_message(conversation.conversation_id, messages[-1].message_id)
+    assert [m.message_id for m in popped] == [messages[-1].message_id]
+
+
+def test_the_apis_errors_are_typed_exceptions(alice: ChatHistoryClient, server: ServerProcess) -> None:
+    """CLIENT-1: 404, 422 (with the code and the field), 409 and 401 surface as their own exceptions."""
+    with pytest.raises(NotFound) as missing:
+        alice.get_conversation("01ARZ3NDEKTSV4RRFFQ69G5FAV")
+    assert missing.value.status == 404
+    with pytest.raises(InvalidRequest) as too_long:
+        alice.post_message("x" * 5001)
+    assert too_long.value.code == "message_too_long"
+    alice.create_conversation(key="client-taken")
+    with pytest.raises(Conflict) as taken:
+        alice.create_conversation(key="client-taken")
+    assert taken.value.code == "conversation_key_taken"
+    with pytest.raises(InvalidRequest) as bad_key:
+        alice.conversation_for_key("has space")
+    assert "key" in bad_key.value.message
+    with ChatHistoryClient(server.url, token="not-a-jwt") as stranger, pytest.raises(AuthenticationError):
+        stranger.list_conversations()
+
+
+def test_the_async_client_does_the_same(server: ServerProcess, model: OpenAIStandin) -> None:
+    """CLIENT-1: the async client's calls and iteration."""
+
+    async def run() -> list[str]:
+        async with AsyncChatHistoryClient(server.url, user_id="alice") as client:
+            conversation = await client.conversation_for_key("client-async")
+            await client.append_messages(
+                conversation.conversation_id,
+                [{"role": "user", "content": f"m{i}"} for i in range(5)],
+            )
+            return [
+                m.content or "" async for m in client.iter_messages(conversation.conversation_id, page_size=2)
+            ]
+
+    assert asyncio.run(run()) == [f"m{i}" for i in range(5)]
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    """Answers the first `failures` requests with `status` (and Retry-After), then 201."""
+
+    script: list[tuple[int, dict[str, Any]]]
+    seen: list[dict[str, str]]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(dict(self.headers))
+        status, body = self.script.pop(0) if self.script else (201, _POSTED)
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        if status in (429, 503, 409):
+            self.send_header("Retry-After", "0")
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+_MESSAGE = {"message_id": "m", "conversation_id": "c", "role": "user", "content": "hi"}
+_POSTED = {
+    "conversation_id": "c",
+    "user_message": _MESSAGE,
+    "assistant_message": {**_MESSAGE, "role": "assistant", "content": "hello"},
+}
+
+
+def _serve(script: list[tuple[int, dict[str, Any]]]) -> tuple[ThreadingHTTPServer, list[dict[str, str]]]:
+    seen: list[dict[str, str]] = []
+    handler = type("Handler", (_Flaky,), {"script": script, "seen": seen})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, seen
+
+
+def _error(code: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": code}}
+
+
+def test_429_503_and_busy_are_retried_with_one_idempotency_key() -> None:
+    """CLIENT-1 / API-6: retried answers are sent again with the same Idempotency-Key, so the service
+    never stores the post twice; the result is the final answer's."""
+    httpd, seen = _serve(
+        [
+            (429, _error("rate_limited")),
+            (503, _error("store_unavailable")),
+            (409, _error("conversation_busy")),
+        ]
+    )
+    try:
+        with ChatHistoryClient(f"http://127.0.0.1:{httpd.server_port}", user_id="alice") as client:
+            answer = client.post_message("hi")
+    finally:
+        httpd.shutdown()
+    assert answer.assistant_message.content == "hello"
+    assert len(seen) == 4
+    keys = {headers["Idempotency-Key"] for headers in seen}
+    assert len(keys) == 1
+    assert next(iter(keys))
+
+
+def test_retries_stop_at_the_limit_and_a_reply_not_stored_is_not_retried() -> None:
+    """CLIENT-1: after max_retries the error is raised; 503 reply_not_stored carries the reply and is
+    handed over at once."""
+    httpd, seen = _serve([(503, _error("store_unavailable"))] * 3)
+    try:
+        with (
+            ChatHistoryClient(
+                f"http://127.0.0.1:{httpd.server_port}", user_id="alice", max_retries=2
+            ) as client,
+            pytest.raises(ServiceUnavailable),
+        ):
+            client.post_message("hi")
+        assert len(seen) == 3
+        seen.clear()
+        httpd.RequestHandlerClass.script.append((503, {**_POSTED, **_error("reply_not_stored")}))  # type: ignore[attr-defined]
+        url = f"http://127.0.0.1:{httpd.server_port}"
+        with ChatHistoryClient(url, user_id="alice") as client, pytest.raises(ServiceUnavailable) as kept:
+            client.post_message("hi")
+        assert len(seen) == 1
+        assert kept.value.body["assistant_message"]["content"] == "hello"
+    finally:
+        httpd.shutdown()
