@@ -416,8 +416,9 @@ _CONVERSATION_OUT: Final = {
 ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /conversations": RouteDoc(201, ConversationOut, (400, 401, 409, 413, 415, 422, 503)),
     # API-21: conversations named by a key the caller chooses.
+    # A key outside the allowed characters may not even match the route: 404 route_not_found.
     "PUT /conversation-keys/{key}": RouteDoc(
-        200, ConversationOut, (400, 401, 409, 413, 415, 422, 503), also={201: ConversationOut}
+        200, ConversationOut, (400, 401, 404, 409, 413, 415, 422, 503), also={201: ConversationOut}
     ),
     "GET /conversation-keys/{key}": RouteDoc(200, ConversationDetailOut, _READ),
     "POST /messages": RouteDoc(

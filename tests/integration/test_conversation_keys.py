@@ -7,8 +7,10 @@ import threading
 from typing import Any
 
 import pytest
+from chat_core.store import names
 
 from tests.support import functions as api
+from tests.support.agent_api import direct
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = [
@@ -82,6 +84,10 @@ def test_a_deleted_conversation_frees_its_key(standin_llm: OpenAIStandin) -> Non
     assert second.status == 201
     assert second.body["conversation_id"] != cid
     assert api.get_key("to-clear").body["messages"] == []
+    # and the deleted conversation's key leaves no item of its own behind
+    assert names.find_name("alice", "to-clear").conversation_id == second.body["conversation_id"]
+    assert api.delete(second.body["conversation_id"]).status == 204
+    assert names.find_name("alice", "to-clear") is None
 
 
 def test_create_with_a_taken_key_is_409_and_bad_keys_are_refused() -> None:
@@ -128,3 +134,16 @@ def test_oversized_metadata_is_refused_naming_it() -> None:
     assert answer.status == 413, answer.body
     assert "messages[0].metadata" in answer.body["error"]["message"]
     assert api.get_key("big-metadata").body["messages"] == []
+
+
+def test_direct_invocation_picks_the_key_route_by_its_path_parameters() -> None:
+    """API-21 / EVT-1: a function serving a route and its by-key twin takes a direct payload's
+    `path_parameters` to tell them apart, so existing payloads keep working unchanged."""
+    created = direct("create_conversation", {"user_id": "alice", "path_parameters": {"key": "direct-key"}})
+    assert created["statusCode"] == 201
+    plain = direct("create_conversation", {"user_id": "alice", "body": {"title": "plain"}})
+    assert plain["statusCode"] == 201
+    assert plain["body"]["key"] is None
+    read = direct("get_conversation", {"user_id": "alice", "path_parameters": {"key": "direct-key"}})
+    assert read["statusCode"] == 200
+    assert read["body"]["conversation_id"] == created["body"]["conversation_id"]

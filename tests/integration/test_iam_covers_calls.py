@@ -159,6 +159,10 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
     assert api.append(cid, [{"role": "user", "content": "noted"}], idempotency_key="a1").status == 201
     assert api.delete_message(cid, messages[0]["message_id"]).status == 200
     api.delete(cid)
+    # API-21: a conversation by key (create, read), deleted with its key.
+    named = api.put_key("iam-key").body["conversation_id"]
+    assert api.get_key("iam-key").status == 200
+    assert api.delete(named).status == 204
     granted = granted_actions()
     assert set(recorded) >= {
         "post_message",

@@ -300,6 +300,21 @@ def test_every_answer_of_every_route_is_documented(
     assert popped.json()["deleted"][0]["deleted_at"]
     assert client.post(f"{base}/messages", json={"messages": []}).status_code == 422
     assert client.delete(f"{base}/messages/{uuid.uuid4()}").status_code == 404
+    # Conversation keys and metadata (API-21, API-22).
+    named = client.put("/conversation-keys/wire-key", json={"title": "named"})
+    assert named.status_code == 201
+    assert client.put("/conversation-keys/wire-key").status_code == 200
+    assert client.put("/conversation-keys/bad%20key").status_code == 400
+    stored = client.post(
+        f"/conversations/{named.json()['conversation_id']}/messages",
+        json={"messages": [{"role": "user", "content": "kept", "metadata": {"id": "u1"}}]},
+    )
+    assert stored.status_code == 201
+    read = client.get("/conversation-keys/wire-key", params={"limit": 5})
+    assert read.status_code == 200
+    assert read.json()["messages"][0]["metadata"] == {"id": "u1"}
+    assert client.get("/conversation-keys/no-such-key").status_code == 404
+    assert client.post("/conversations", json={"key": "wire-key"}).status_code == 409
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404

@@ -261,6 +261,12 @@ def _choose_route(payload: Mapping[str, Any], routes: list[tuple[str, str]]) -> 
     if wanted is None:
         if len(routes) == 1:
             return routes[0]
+        # Several routes: the one whose path parameters the payload gives (e.g. `key` or `conversation_id`).
+        given = payload.get("path_parameters")
+        names = set(given) if isinstance(given, Mapping) else set()
+        fitting = [(m, r) for m, r in routes if set(_PLACEHOLDER.findall(r)) == names]
+        if len(fitting) == 1:
+            return fitting[0]
         served = ", ".join(_route_key(m, r) for m, r in routes)
         raise InvalidInput(
             f"this function serves several routes ({served}); name one in `route`", field="route"

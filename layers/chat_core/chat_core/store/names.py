@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pynamodb.exceptions import PynamoDBException
+from pynamodb.exceptions import DeleteError, PynamoDBException
 
 from chat_core.engine.turnlog import LogEvent
 from chat_core.store import base
@@ -61,3 +61,18 @@ def create_named(
             return  # our own write, its response lost
         now = find_name(conversation.owner, key)
         raise NameTaken(now.conversation_id if now is not None else None) from exc
+
+
+def forget(owner: str, key: str, conversation_id: str) -> None:
+    """Delete the name `key` if it still names `conversation_id` (its conversation was deleted: the key
+    is free, and no trace of it outlives the conversation)."""
+    base.bind()
+    name = ConversationName(conversation_name_pk(owner, key), NAME_SK)
+    try:
+        name.delete(condition=ConversationName.conversation_id == conversation_id)
+    except DeleteError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return  # it names another conversation now (or nothing)
+        raise base.store_error(exc) from exc
+    except PynamoDBException as exc:
+        raise base.store_error(exc) from exc
