@@ -5,6 +5,7 @@ PUT /conversation-keys/{key}: the caller's conversation named by a key, created 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
@@ -24,7 +25,8 @@ def create_conversation(body: CreateConversationIn) -> Response[Any]:
 
 @app.put("/conversation-keys/<key>")
 def conversation_for_key(key: str, body: ConversationSettingsIn | None = None) -> Response[Any]:
-    view, created = create.conversation_for_key(caller(app), key, body)
+    # The router matches the raw path: `key` arrives percent-encoded (`user%3A1`), as clients send it.
+    view, created = create.conversation_for_key(caller(app), unquote(key), body)
     return json_response(201 if created else 200, view)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -34,7 +35,8 @@ def get_conversation_by_key(
     cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
 ) -> Response[Any]:
     owner = caller(app)
-    conversation_id = create.named_conversation_id(owner, key)
+    # The router matches the raw path: `key` arrives percent-encoded (`user%3A1`), as clients send it.
+    conversation_id = create.named_conversation_id(owner, unquote(key))
     return json_response(200, reads.get_conversation(owner, conversation_id, limit=limit, cursor=cursor))
 
 

@@ -147,3 +147,14 @@ def test_direct_invocation_picks_the_key_route_by_its_path_parameters() -> None:
     read = direct("get_conversation", {"user_id": "alice", "path_parameters": {"key": "direct-key"}})
     assert read["statusCode"] == 200
     assert read["body"]["conversation_id"] == created["body"]["conversation_id"]
+
+
+def test_every_allowed_character_of_a_key_works_percent_encoded() -> None:
+    """API-21: a key with every allowed punctuation character, percent-encoded in the path as clients
+    send it, names one conversation and reads back as given."""
+    key = "user:1@example.com+tag=a~b_c-d"
+    created = api.put_key(key)
+    assert created.status == 201, created.body
+    assert created.body["key"] == key
+    assert api.put_key(key).status == 200
+    assert api.get_key(key).body["conversation_id"] == created.body["conversation_id"]

@@ -33,9 +33,9 @@ def alice(server: ServerProcess, model: OpenAIStandin) -> Iterator[ChatHistoryCl
 
 def test_a_conversation_by_key_posts_appends_and_reads_back(alice: ChatHistoryClient) -> None:
     """CLIENT-1 / API-21: the typed results of the main calls, from a key to the messages."""
-    conversation = alice.conversation_for_key("client-basics", title="Basics")
-    assert conversation.key == "client-basics"
-    assert alice.conversation_for_key("client-basics").conversation_id == conversation.conversation_id
+    conversation = alice.conversation_for_key("client:basics@x", title="Basics")
+    assert conversation.key == "client:basics@x"
+    assert alice.conversation_for_key("client:basics@x").conversation_id == conversation.conversation_id
     answer = alice.post_message("hello there", conversation.conversation_id)
     assert answer.user_message is not None
     assert answer.user_message.content == "hello there"
@@ -49,7 +49,7 @@ def test_a_conversation_by_key_posts_appends_and_reads_back(alice: ChatHistoryCl
     assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
     assert messages[-1].metadata == {"n": 1}
     assert messages[1].parent_id == messages[0].message_id
-    found = alice.find_conversation("client-basics")
+    found = alice.find_conversation("client:basics@x")
     assert found is not None
     assert found.message_count == 4
     assert alice.find_conversation("no-such-key") is None
