@@ -6,10 +6,11 @@ them all back."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,21 @@ def _turns() -> list[list[Any]]:
     ]
 
 
-@contextmanager
+@contextlib.contextmanager
 def local_api() -> Iterator[tuple[str, str]]:
     """The local server in this process (its handlers' DynamoDB clients metered): its URL and its
     embedded DynamoDB endpoint."""
-    from chat_local.server import LocalApi, ServerConfig, serve
+    from chat_local.server import LocalApi, RequestLog, ServerConfig, serve
 
-    with tempfile.TemporaryDirectory() as data:
-        api = LocalApi(ServerConfig(port=0, data_dir=Path(data), persist=False, log_level="ERROR")).start()
+    # Its request log and the functions' metrics lines would land among the tables on stdout.
+    with (
+        tempfile.TemporaryDirectory() as data,
+        open(os.devnull, "w") as quiet,
+        contextlib.redirect_stdout(quiet),
+    ):
+        saved = dict(os.environ)  # the server points the process's environment at its store
+        config = ServerConfig(port=0, data_dir=Path(data), persist=False, log_level="ERROR")
+        api = LocalApi(config, request_log=RequestLog(stream=quiet)).start()
         httpd = serve(api, "127.0.0.1", 0)
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
         thread.start()
@@ -53,6 +61,23 @@ def local_api() -> Iterator[tuple[str, str]]:
         finally:
             httpd.shutdown()
             api.stop()
+            os.environ.clear()
+            os.environ.update(saved)
+            _forget_store()
+
+
+def _forget_store() -> None:
+    """chat_core's cached settings and connections go with the server's store (later benches bind their
+    own)."""
+    from chat_core.settings import reset_settings
+    from chat_core.store import base, items
+
+    reset_settings()
+    base._bound = None
+    if hasattr(base, "_connection"):
+        base._connection = None
+    for model in (base.TableItem, items.Conversation, items.Message):
+        model._connection = None
 
 
 def ours(url: str) -> tuple[Tally, Tally, int, str | None]:
