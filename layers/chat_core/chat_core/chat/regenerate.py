@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from chat_core.chat import recording
@@ -16,6 +15,7 @@ from chat_core.errors import ConversationBusy, InvalidInput
 from chat_core.settings import Settings
 from chat_core.store import conversations as store
 from chat_core.store import tree
+from chat_core.store.base import wait_to_retry
 
 if TYPE_CHECKING:
     from chat_core.http.schemas import PostMessageIn
@@ -75,10 +75,8 @@ def regenerate_turn(
                 tree=shape,
             )
         except store.SequenceConflict:
-            pause = recording.contention_backoff(attempt)
-            if time.monotonic() + pause >= deadline:
+            if not wait_to_retry(attempt, deadline):
                 break
-            time.sleep(pause)
             continue
         users = [i for i, m in enumerate(recent.messages) if m.role == "user"]
         tail_from = int(recent.messages[users[-1]].seq) if users else branch.parent

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +23,7 @@ from chat_core.settings import Settings
 from chat_core.store import conversations as store
 from chat_core.store import slots as slots_store
 from chat_core.store import tree
+from chat_core.store.base import wait_to_retry
 from chat_core.store.items import Conversation, Message, Summary
 from chat_core.store.keys import new_id
 
@@ -371,10 +371,8 @@ def append_to_conversation(
                 # A new turn takes its own slots next (one atomic update): nothing to wait for, so a
                 # slow store cannot run its wait out before it has even tried.
                 continue
-            pause = recording.contention_backoff(attempt)
-            if time.monotonic() + pause >= deadline:
+            if not wait_to_retry(attempt, deadline):
                 break
-            time.sleep(pause)
             continue
         return Turn(
             conversation,
@@ -438,10 +436,8 @@ def _reserve_turn(
             return None
         except StoreUnavailable:
             # A transaction on the conversation item at the same moment (TransactionConflict): retry.
-            pause = recording.contention_backoff(attempt)
-            if time.monotonic() + pause >= deadline:
+            if not wait_to_retry(attempt, deadline):
                 raise
-            time.sleep(pause)
             continue
         recorded = _recorded_messages(owner, conversation_id, slots.first_seq, recorded_in, names, model)
         user = _user_message(
@@ -473,10 +469,8 @@ def _reserve_turn(
                 drop_open_turn=branch is not None,
             )
         except store.SequenceConflict:
-            pause = recording.contention_backoff(attempt)
-            if time.monotonic() + pause >= deadline:
+            if not wait_to_retry(attempt, deadline):
                 break
-            time.sleep(pause)
             continue
         logger.info("slots reserved", conversation_id=conversation_id, seq=slots.first_seq, turn=slots.turn)
         return Turn(

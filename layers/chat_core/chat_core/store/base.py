@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
@@ -47,6 +48,16 @@ def contention_backoff(attempt: int) -> float:
     contenders.
     """
     return _rng.uniform(0.0, min(CONTENTION_CAP_S, CONTENTION_BASE_S * 2.0 ** max(0, attempt)))
+
+
+def wait_to_retry(attempt: int, deadline: float) -> bool:
+    """Sleep `contention_backoff(attempt)` and return True; False at once (no sleep) when that pause
+    would reach `deadline` (a `time.monotonic()` value): the caller gives up instead."""
+    pause = contention_backoff(attempt)
+    if time.monotonic() + pause >= deadline:
+        return False
+    time.sleep(pause)
+    return True
 
 
 class Gsi1(GlobalSecondaryIndex["TableItem"]):

@@ -411,11 +411,15 @@ def create_with_first_message(
         raise SequenceConflict("fresh conversation id already taken") from exc
 
 
-def create_conversation(conversation: Conversation, *, events: Sequence[LogEvent] = ()) -> None:
-    """A new, empty conversation and its session_start event (the id is fresh; conditions guard a clash)."""
+def create_conversation(
+    conversation: Conversation, *, events: Sequence[LogEvent] = (), also: Sequence[_Item] = ()
+) -> None:
+    """A new, empty conversation and its session_start event (the id is fresh; conditions guard a clash),
+    with `also` (e.g. the item naming it, API-21) in the same transaction. SequenceConflict when a
+    condition failed and the write was not our own."""
     try:
         _write(
-            [("put", conversation, _NEW, None)],
+            [("put", conversation, _NEW, None), *also],
             _event_puts(conversation, events),
             f"{conversation.pk}|create|{conversation.created_at}",
         )

@@ -14,7 +14,7 @@ from pynamodb.exceptions import DeleteError, PynamoDBException
 from chat_core.engine.turnlog import LogEvent
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.conversations import _NEW, _Cancelled, _event_puts, _write, get_conversation
+from chat_core.store.conversations import SequenceConflict, create_conversation
 from chat_core.store.items import Conversation, ConversationName
 from chat_core.store.keys import NAME_SK, conversation_name_pk
 
@@ -50,15 +50,8 @@ def create_named(
     if replacing is not None:
         free = free | (ConversationName.conversation_id == replacing)
     try:
-        _write(
-            [("put", conversation, _NEW, None), ("put", name, free, None)],
-            _event_puts(conversation, events),
-            f"{conversation.pk}|create|{key}|{conversation.created_at}",
-        )
-    except _Cancelled as exc:
-        stored = get_conversation(conversation.owner, conversation.conversation_id)
-        if stored is not None and stored.created_at == conversation.created_at:
-            return  # our own write, its response lost
+        create_conversation(conversation, events=events, also=[("put", name, free, None)])
+    except SequenceConflict as exc:  # the fresh id cannot clash: the name's condition failed
         now = find_name(conversation.owner, key)
         raise NameTaken(now.conversation_id if now is not None else None) from exc
 

@@ -4,7 +4,6 @@ same update moves the active leaf."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +44,15 @@ class Slots:
     previous_leaf: int | None = None
 
 
+def _refused(conversation: Conversation, branching: str) -> Exception:
+    """Why a reservation's condition failed: the conversation is gone (ConversationNotFound), or it is
+    live and its branching is not what the reservation expected (SequenceConflict: `branching`)."""
+    now = get_conversation(conversation.owner, conversation.conversation_id)
+    if now is not None and not now.is_deleted:
+        return SequenceConflict(branching)
+    return ConversationNotFound("conversation not found", conversation_id=conversation.conversation_id)
+
+
 def reserve_on_path(
     conversation: Conversation, count: int, now: str, *, new_turn: bool, start_branch: bool = False
 ) -> Slots:
@@ -79,12 +87,7 @@ def reserve_on_path(
         )
     except PynamoDBException as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
-            now_linear = get_conversation(conversation.owner, conversation.conversation_id)
-            if now_linear is not None and not now_linear.is_deleted:
-                raise SequenceConflict("the conversation has not branched") from exc
-            raise ConversationNotFound(
-                "conversation not found", conversation_id=conversation.conversation_id
-            ) from exc
+            raise _refused(conversation, "the conversation has not branched") from exc
         raise base.store_error(exc) from exc
     except (ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
@@ -119,12 +122,7 @@ def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn:
         target.update(actions=actions, condition=live & Conversation.active_leaf.does_not_exist())
     except PynamoDBException as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
-            now_branched = get_conversation(conversation.owner, conversation.conversation_id)
-            if now_branched is not None and not now_branched.is_deleted:
-                raise SequenceConflict("the conversation branched meanwhile") from exc
-            raise ConversationNotFound(
-                "conversation not found", conversation_id=conversation.conversation_id
-            ) from exc
+            raise _refused(conversation, "the conversation branched meanwhile") from exc
         raise base.store_error(exc) from exc
     except (ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
@@ -189,8 +187,6 @@ def put_reserved(
             if "ConditionalCheckFailed" in exc.reasons[len(messages) + 1 : folded]:
                 reconcile = ()  # another post folded them in first
             else:
-                pause = base.contention_backoff(attempt)
-                if time.monotonic() + pause >= deadline:
+                if not base.wait_to_retry(attempt, deadline):
                     raise SequenceConflict(str(exc.reasons)) from exc
-                time.sleep(pause)
         attempt += 1
