@@ -32,6 +32,19 @@ class Unauthorized(ChatError):
     code = "unauthorized"
 
 
+class Forbidden(ChatError):
+    """The caller is known but may not do this (another user's usage without the admin group)."""
+
+    code = "forbidden"
+
+
+class BudgetExceeded(ChatError):
+    """COST-4: the caller is over a daily or monthly budget; the model was not asked and nothing was
+    stored. `retry_after` (seconds) is when the window that is over resets."""
+
+    code = "budget_exceeded"
+
+
 class NotFound(ChatError):
     code = "not_found"
 

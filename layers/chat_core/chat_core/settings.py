@@ -27,6 +27,14 @@ def _float(name: str, default: float) -> float:
         raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from exc
 
 
+def _usd_micros(name: str) -> int:
+    """A dollar amount ("5", "0.25") as integer micro-dollars; empty or 0: no limit."""
+    value = _float(name, 0.0)
+    if value < 0:
+        raise ValueError(f"environment variable {name} must be zero or more dollars, got {value}")
+    return round(value * 1_000_000)
+
+
 def _str(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip() or default
 
@@ -73,6 +81,18 @@ class Settings:
     summary_model: str | None = None
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
+    # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
+    # or the SSM parameter PRICES_PARAMETER, read again after prices_cache_seconds), the JWT group or
+    # scope of administrators (ADMIN_GROUP; empty: nobody), default budgets per user (0: no limit)
+    prices: str = ""
+    prices_parameter: str | None = None
+    prices_cache_seconds: int = 300
+    admin_group: str = ""
+    budget_daily_tokens: int = 0
+    budget_daily_micros: int = 0
+    budget_monthly_tokens: int = 0
+    budget_monthly_micros: int = 0
+    budgets_enabled: bool = False
     # reliability (REL): DynamoDB retries (botocore "standard" mode: jittered exponential backoff,
     # 25 ms base for transient errors, 1 s for throttling) and timeouts; what clients are told to wait;
     # when a reserved reply slot counts as abandoned; request and reply size caps
@@ -86,6 +106,19 @@ class Settings:
     service_name: str = "chat-history"
     metrics_namespace: str = "ChatHistory"
     extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def budgets_on(self) -> bool:
+        """COST-4: whether posts check the caller's budget (one read): a default limit is set, or
+        BUDGETS_ENABLED says so (per-user limits only)."""
+        return self.budgets_enabled or any(
+            (
+                self.budget_daily_tokens,
+                self.budget_daily_micros,
+                self.budget_monthly_tokens,
+                self.budget_monthly_micros,
+            )
+        )
 
     @property
     def offline_model(self) -> bool:
@@ -127,6 +160,15 @@ def get_settings() -> Settings:
         summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
         summary_model=_str("SUMMARY_MODEL") or None,
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
+        prices=_str("PRICES"),
+        prices_parameter=_str("PRICES_PARAMETER") or None,
+        prices_cache_seconds=max(0, _int("PRICES_CACHE_SECONDS", 300)),
+        admin_group=_str("ADMIN_GROUP"),
+        budget_daily_tokens=max(0, _int("BUDGET_DAILY_TOKENS", 0)),
+        budget_daily_micros=_usd_micros("BUDGET_DAILY_USD"),
+        budget_monthly_tokens=max(0, _int("BUDGET_MONTHLY_TOKENS", 0)),
+        budget_monthly_micros=_usd_micros("BUDGET_MONTHLY_USD"),
+        budgets_enabled=_str("BUDGETS_ENABLED", "false").lower() in ("1", "true", "yes", "on"),
         dynamodb_max_attempts=max(1, _int("DYNAMODB_MAX_ATTEMPTS", 4)),
         dynamodb_connect_timeout_seconds=_float("DYNAMODB_CONNECT_TIMEOUT_SECONDS", 2.0),
         dynamodb_read_timeout_seconds=_float("DYNAMODB_READ_TIMEOUT_SECONDS", 10.0),

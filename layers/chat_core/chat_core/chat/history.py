@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from chat_core.chat import attachments, paths
+from chat_core.chat import attachments, paths, prices
 from chat_core.chat.assembly import read_history
 from chat_core.chat.once import once
 from chat_core.chat.paths import find_target
@@ -20,6 +20,7 @@ from chat_core.chat.policy import count_message
 from chat_core.chat.rules import check_content, check_id, check_parts, now_iso, pending_calls
 from chat_core.chat.views import message_view
 from chat_core.engine import tool_pairing
+from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import TurnRecorder, TurnState
 from chat_core.engine.window import OPENAI_KEYS
 from chat_core.errors import ConversationBusy, InvalidInput, PayloadTooLarge, ToolResultsPending
@@ -128,12 +129,30 @@ def _build(
                 )
                 item.usage = usage_map(usage["prompt_tokens"], usage["completion_tokens"], total)
                 item.usage_reported = True
+                details = {k: usage[k] for k in _DETAIL_KEYS if usage.get(k)}
+                if details:
+                    item.extras = {**(item.extras or {}), **details}
+                prices.cost_message(item, estimated=False, settings=settings)
             else:
                 item.usage = usage_map(0, tokens, tokens)
                 item.usage_reported = False
             item.local_usage = usage_map(0, tokens, tokens)
         items.append(item)
     return items
+
+
+#: The usage breakdowns an appended answer may carry (cached and reasoning tokens), kept in `extras` as a
+#: post keeps a model's (API-10).
+_DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
+
+
+def _charges(messages: Sequence[Message]) -> list[tuple[str, Charge]]:
+    """COST-2/COST-3: what appended answers with a reported usage cost, by the day they count for."""
+    return [
+        (store.reply_day(m), prices.charge_of(m))
+        for m in messages
+        if m.role == "assistant" and m.cost_status is not None
+    ]
 
 
 def _usage_added(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
@@ -228,6 +247,7 @@ def _append(
                 reconcile=[m for m in recent.read if m.pending_totals is not None],
                 tree=shape,
                 added=_usage_added(messages),
+                charges=_charges(messages),
             )
         except store.SequenceConflict:
             logger.info("append raced a post", conversation_id=conversation_id, attempt=attempt + 1)

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core.chat import paths, recording
+from chat_core.chat import budgets, paths, prices, recording
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import assemble_window
 from chat_core.chat.deadlines import store_deadline
@@ -222,6 +222,8 @@ def _post(
     on_chunk: ChunkSink | None = None,
     branch: Branch | None = None,
 ) -> PostOutcome:
+    # COST-4: over budget, the post stops here: before anything is written or the model is asked.
+    budgets.check(owner, settings)
     if branch is not None and branch.kind == "regenerate":
         turn = regenerate_turn(owner, request, settings, branch, context)
     elif request.conversation_id is None:
@@ -259,6 +261,13 @@ def _post(
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
     recording.fit_item(assistant)
+    # COST-2: a reply the model gave is priced (from its usage, else from the local count); an error
+    # reply cost nothing.
+    charge = (
+        prices.cost_message(assistant, estimated=not completion.usage_reported, settings=settings)
+        if completion is not None
+        else None
+    )
     # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there.
     written = turn.recorder.state.to_json()
     open_turn = record_answer(turn, assistant, completion, failure, reported, local)
@@ -272,6 +281,7 @@ def _post(
             events=turn.recorder.take_events(),
             open_turn=open_turn,
             deadline=store_deadline(context),
+            charge=charge,
         )
     except (StoreUnavailable, store.ReplySlotTaken) as exc:
         # The user message is stored already: end the turn as an error rather than leave it open, and

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from chat_core.chat import paths
+from chat_core.chat import paths, prices
 from chat_core.chat.policy import MAX_POLICY_MESSAGES, window_policy
 from chat_core.chat.summary_window import after_summary, summary_content, summary_message
 from chat_core.engine import tokens
@@ -382,8 +382,27 @@ def _summarize_step(
         input_tokens=completion.usage.prompt_tokens or request.input_tokens,
         output_tokens=completion.usage.completion_tokens,
     )
+    # COST-2/COST-3: the summary's model call is priced and charged to the conversation's owner with
+    # the summary's write; the summary item keeps what summarizing this conversation has cost so far.
+    reported = completion.usage_reported
+    charge = prices.charge(
+        str(item.model),
+        int(item.input_tokens) if reported else request.input_tokens,
+        int(item.output_tokens) if reported else int(tokens.count_tokens(completion.content, model)),
+        completion.extras if reported else None,
+        estimated=not reported,
+        settings=settings,
+    )
+    item.cost_micros = charge.cost_micros
+    spent_before = int(previous.cost_total_micros or 0) if previous is not None else 0
+    item.cost_total_micros = spent_before + (charge.cost_micros or 0)
     try:
-        store.save_summary(item, previous_to_seq=int(stored.to_seq) if stored is not None else None)
+        store.save_summary(
+            item,
+            previous_to_seq=int(stored.to_seq) if stored is not None else None,
+            owner=owner,
+            charge=(item.created_at[:10], charge),
+        )
     except SummarySuperseded:
         logger.info("summary superseded; left as stored", conversation_id=conversation_id)
         return "superseded", None

@@ -58,5 +58,7 @@ def summary_stats(summary: Summary | None, window: WindowResult) -> dict[str, An
         "model": summary.model,
         "created_at": summary.created_at,
         "rounds": int(summary.rounds),
+        # COST-2: what summarizing this conversation has cost, every round together (micro-dollars).
+        "cost_micros": int(summary.cost_total_micros or 0),
         "included": summary_included(window),
     }

@@ -8,6 +8,7 @@ from typing import Any
 
 from chat_core.chat import attachments
 from chat_core.chat.rules import pending_calls
+from chat_core.engine.costs import micros_to_dollars
 from chat_core.store.items import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
 
@@ -93,12 +94,28 @@ def message_view(message: Message) -> dict[str, Any]:
             else _usage(0, 0, 0)
         )
         _answer_details(message, view)
+        if message.cost_status is not None:
+            view["cost"] = cost_view(message.cost_micros, message.cost_status)
         if message.status in ("error", "incomplete"):
             error = message.error if isinstance(message.error, dict) else {}
             view["error"] = {
                 "message": error.get("message", ""),
                 "provider_response": error.get("provider_response"),
             }
+    return view
+
+
+def cost_view(micros: Any, status: str | None = None) -> dict[str, Any]:
+    """COST-2: a cost for people and programs: integer micro-dollars (None: the model has no price),
+    the same in dollars, and how it was found (`reported` usage, `estimated` from the local count,
+    `unknown`)."""
+    known = micros is not None
+    view: dict[str, Any] = {
+        "micros": int(micros) if known else None,
+        "usd": micros_to_dollars(int(micros)) if known else None,
+    }
+    if status is not None:
+        view["status"] = status
     return view
 
 
@@ -122,6 +139,11 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
             conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens
         ),
         "local_usage": _usage(local_prompt, local_completion, local_prompt + local_completion),
+        # COST-2: what its replies cost so far; `unpriced_calls` replies were of a model without a price.
+        "cost": {
+            **cost_view(conversation.cost_micros or 0),
+            "unpriced_calls": int(conversation.unpriced_calls or 0),
+        },
         "turn_count": int(conversation.turn_count or 0),
         "pinned_message_ids": [e["message_id"] for e in conversation.pinned or []],
         # Tool calls of the model's last answer still waiting for results (post them to continue).

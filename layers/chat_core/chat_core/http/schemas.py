@@ -407,6 +407,9 @@ class UsageIn(_Strict):
     prompt_tokens: int = Field(ge=0, le=10_000_000)
     completion_tokens: int = Field(ge=0, le=10_000_000)
     total_tokens: int | None = Field(default=None, ge=0, le=20_000_000)
+    #: COST-1: the breakdowns (cached and reasoning tokens) the model reported, priced with the rest.
+    prompt_tokens_details: dict[str, int] | None = None
+    completion_tokens_details: dict[str, int] | None = None
 
 
 #: API-22: what a framework keeps with a message (ids, item types, metadata of its own): stored and read
@@ -459,3 +462,13 @@ class AppendMessagesIn(_Strict):
     no model call (agent frameworks, imports). Tool results must answer calls still open on the path."""
 
     messages: list[AppendMessageIn] = Field(min_length=1, max_length=30)
+
+
+class BudgetIn(_Strict):
+    """COST-4: one user's limits (PUT /budgets/{user_id}). Each is a number, or null for no limit; a
+    limit left out follows the deployment's default."""
+
+    daily_tokens: int | None = Field(default=None, ge=0, le=10**15)
+    daily_usd: float | None = Field(default=None, ge=0, le=10**9)
+    monthly_tokens: int | None = Field(default=None, ge=0, le=10**15)
+    monthly_usd: float | None = Field(default=None, ge=0, le=10**9)

@@ -18,6 +18,8 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     errors.InvalidCursor.code: 400,
     errors.Unauthorized.code: 401,
     errors.NotFound.code: 404,
+    errors.Forbidden.code: 403,
+    errors.BudgetExceeded.code: 429,
     errors.Conflict.code: 409,
     errors.ProviderFailed.code: 502,
     errors.StoreUnavailable.code: 503,

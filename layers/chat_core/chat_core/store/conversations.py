@@ -15,9 +15,10 @@ from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
+from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
-from chat_core.store import base
+from chat_core.store import base, usage
 from chat_core.store.base import TableItem
 from chat_core.store.items import Conversation, EventItem, Message, Summary
 from chat_core.store.keys import (
@@ -430,31 +431,48 @@ def create_conversation(
         raise SequenceConflict("fresh conversation id already taken") from exc
 
 
-def _totals_actions(reported: Sequence[int], local: Sequence[int]) -> list[Any]:
-    return [
+def _totals_actions(
+    reported: Sequence[int], local: Sequence[int], charges: Sequence[tuple[str, Charge]] = ()
+) -> list[Any]:
+    actions = [
         Conversation.prompt_tokens.add(int(reported[0])),
         Conversation.completion_tokens.add(int(reported[1])),
         Conversation.total_tokens.add(int(reported[2])),
         Conversation.local_prompt_tokens.add(int(local[0])),
         Conversation.local_completion_tokens.add(int(local[1])),
     ]
+    if charges:
+        # COST-2: the conversation's cost moves with its token totals, in the same update.
+        known = sum(c.cost_micros for _, c in charges if c.cost_micros is not None)
+        actions.append(Conversation.cost_micros.add(known))
+        actions.append(Conversation.unpriced_calls.add(sum(1 for _, c in charges if c.cost_micros is None)))
+    return actions
 
 
-def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int]]:
-    """The reported and local usage that replies stored on their own still owe the totals."""
+def reply_day(message: Message) -> str:
+    """The UTC day a reply's usage counts for (COST-3): the day it was created."""
+    return str(message.created_at)[:10]
+
+
+def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], list[tuple[str, Charge]]]:
+    """The reported and local usage, and the charges, that replies stored on their own still owe."""
     reported, local = [0, 0, 0], [0, 0]
+    charges: list[tuple[str, Charge]] = []
     for reply in replies:
         pending = reply.pending_totals or {}
         for i, value in enumerate(pending.get("reported") or (0, 0, 0)):
             reported[i] += int(value)
         for i, value in enumerate(pending.get("local") or (0, 0)):
             local[i] += int(value)
-    return reported, local
+        if isinstance(pending.get("charge"), Mapping):
+            charges.append((reply_day(reply), Charge.from_json(pending["charge"])))
+    return reported, local, charges
 
 
 def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
     """Items and conversation actions that fold replies stored on their own into the totals, once: each
-    reply's `pending_totals` is removed in the same transaction, conditioned on it still being there."""
+    reply's `pending_totals` is removed in the same transaction, conditioned on it still being there.
+    The owner's usage items for their charges are added by the caller, with its own."""
     if not replies:
         return [], []
     items: list[_Item] = [
@@ -466,8 +484,8 @@ def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
         )
         for reply in replies
     ]
-    reported, local = _pending_sums(replies)
-    return items, [Conversation.message_count.add(len(replies)), *_totals_actions(reported, local)]
+    reported, local, charges = _pending_sums(replies)
+    return items, [Conversation.message_count.add(len(replies)), *_totals_actions(reported, local, charges)]
 
 
 @dataclass(frozen=True)
@@ -510,11 +528,13 @@ def append_messages(
     reconcile: Sequence[Message] = (),
     tree: TreeWrite | None = None,
     added: tuple[Sequence[int], Sequence[int]] | None = None,
+    charges: Sequence[tuple[str, Charge]] = (),
 ) -> None:
     """TransactWrite #1: put `messages` from `next_seq` on, reserve the reply's slot right after them
     (unless no model call follows), bump the counters and record the turn's events and state. Replies
     in `reconcile` (stored on their own earlier) are added to the totals in the same transaction, as is
-    the usage of appended messages (`added`: reported prompt/completion/total, local prompt/completion).
+    the usage of appended messages (`added`: reported prompt/completion/total, local prompt/completion;
+    `charges`: their (day, charge) pairs, COST-2/COST-3).
 
     The write expects the conversation's branch state as read: a conversation that never branched must
     still not have branched (`tree` None), a branched one must still have the active leaf it was read
@@ -527,7 +547,8 @@ def append_messages(
     target = Conversation(conversation.pk, conversation.sk)
     reconciled, totals = _reconcile(reconcile)
     count = len(messages) + len(reconcile)
-    reported, local = _pending_sums(reconcile)
+    reported, local, owed = _pending_sums(reconcile)
+    owed = [*owed, *charges]
     if added is not None:
         reported = [a + int(b) for a, b in zip(reported, added[0], strict=True)]
         local = [a + int(b) for a, b in zip(local, added[1], strict=True)]
@@ -538,9 +559,9 @@ def append_messages(
         TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
         *_open_turn_actions(open_turn),
     ]
-    if totals or added is not None:
+    if totals or added is not None or owed:
         # One ADD per attribute.
-        actions += _totals_actions(reported, local)
+        actions += _totals_actions(reported, local, owed)
     if turn is not None:
         actions.append(Conversation.turn_count.set(turn))
     condition = (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist()
@@ -556,6 +577,7 @@ def append_messages(
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
+        *usage.charge_updates(conversation.owner, owed),
     ]
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
@@ -601,9 +623,11 @@ def record_reply(
     events: Sequence[LogEvent] = (),
     open_turn: OpenTurn = KEEP,
     deadline: float | None = None,
+    charge: Charge | None = None,
 ) -> str:
     """TransactWrite #2: put the assistant message (ok or error), its turn-log events, the turn's state
-    and add to the conversation's totals.
+    and add to the conversation's totals; with `charge` (COST-2/COST-3), its cost to the conversation's
+    and the owner's usage of the reply's day, in the same transaction.
 
     The reply is paid for: it is never dropped because the conversation item is busy. Contention is
     retried with jittered backoff until `deadline` (time.monotonic()); past it, or if the conversation
@@ -613,6 +637,7 @@ def record_reply(
     STORED_DELETED; raises ReplySlotTaken or StoreUnavailable only when the reply could not be stored.
     """
     target = Conversation(conversation.pk, conversation.sk)
+    charges = [(reply_day(message), charge)] if charge is not None else []
     core: list[_Item] = [
         ("put", message, _NEW, None),
         (
@@ -621,12 +646,13 @@ def record_reply(
             TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
             [
                 Conversation.message_count.add(1),
-                *_totals_actions(reported, local),
+                *_totals_actions(reported, local, charges),
                 Conversation.updated_at.set(now),
                 TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
                 *_open_turn_actions(open_turn),
             ],
         ),
+        *usage.charge_updates(conversation.owner, charges),
     ]
     event_puts = _event_puts(conversation, events)
     outcome = STORED_ALONE
@@ -654,6 +680,8 @@ def record_reply(
         time.sleep(pause)
     if outcome == STORED_ALONE:
         pending: dict[str, Any] = {"reported": list(reported), "local": list(local)}
+        if charge is not None:
+            pending["charge"] = charge.to_json()
         if not isinstance(open_turn, _Keep):
             pending["open_turn"] = dict(open_turn) if open_turn is not None else None
         message.pending_totals = pending

@@ -21,6 +21,7 @@ from pynamodb.attributes import (
 from chat_core.engine.turnlog import LogEvent
 from chat_core.store.base import TableItem
 from chat_core.store.keys import (
+    LIMITS_SK,
     META_SK,
     NAME_SK,
     SESSION_END_SK,
@@ -32,6 +33,8 @@ from chat_core.store.keys import (
     listing_sk,
     message_sk,
     owner_pk,
+    usage_day_sk,
+    usage_pk,
     world_prefix,
 )
 
@@ -72,6 +75,10 @@ class Conversation(TableItem, discriminator="conversation"):
     total_tokens = NumberAttribute(default=0)
     local_prompt_tokens = NumberAttribute(default=0)
     local_completion_tokens = NumberAttribute(default=0)
+    #: COST-2: what its model calls cost in micro-dollars, and how many were of a model without a price
+    #: (their cost is unknown, so `cost_micros` is then a lower bound).
+    cost_micros = NumberAttribute(default=0)
+    unpriced_calls = NumberAttribute(default=0)
     deleted_at = UnicodeAttribute(null=True)
     #: Turn log (seed 002): turns started so far, and the state of a turn waiting for tool results.
     turn_count = NumberAttribute(default=0)
@@ -139,9 +146,14 @@ class Message(TableItem, discriminator="message"):
     tool_call_id = UnicodeAttribute(null=True)
     name = UnicodeAttribute(null=True)
     pinned = BooleanAttribute(null=True)
+    #: COST-2: what the reply cost (micro-dollars; None: the model has no price) and how it was found
+    #: ("reported": the provider's usage, "estimated": the local count, "unknown").
+    cost_micros = NumberAttribute(null=True)
+    cost_status = UnicodeAttribute(null=True)
     #: A reply stored on its own because the conversation item stayed contended: what the conversation's
-    #: totals still lack ({"reported": [p, c, t], "local": [p, c], "open_turn"?}). The next post adds it
-    #: in its TransactWrite #1 and removes this attribute in the same transaction.
+    #: totals still lack ({"reported": [p, c, t], "local": [p, c], "charge"?, "open_turn"?}). The next
+    #: post adds it (and the charge to the owner's usage) in its TransactWrite #1 and removes this
+    #: attribute in the same transaction.
     pending_totals = JSONAttribute(null=True)
     #: API-18: the seq of the message this one follows (0 for the first); absent means seq - 1 (every
     #: message of a conversation that never branched). `deleted_at`: removed from the active path by
@@ -184,6 +196,42 @@ class ConversationName(TableItem, discriminator="conversation_name"):
         )
 
 
+class UsageDay(TableItem, discriminator="usage_day"):
+    """COST-3: one owner's use of one model on one UTC day (`pk = USER#<owner>#USAGE`,
+    `sk = DAY#<YYYY-MM-DD>#<model>`), added to by the transaction that stores each reply (and each
+    summary), so it always equals the sum of what was stored. Created by its first update."""
+
+    owner = UnicodeAttribute(null=True)
+    day = UnicodeAttribute(null=True)
+    model = UnicodeAttribute(null=True)
+    calls = NumberAttribute(default=0)
+    prompt_tokens = NumberAttribute(default=0)
+    cached_tokens = NumberAttribute(default=0)
+    completion_tokens = NumberAttribute(default=0)
+    reasoning_tokens = NumberAttribute(default=0)
+    cost_micros = NumberAttribute(default=0)
+    unpriced_calls = NumberAttribute(default=0)
+    estimated_calls = NumberAttribute(default=0)
+
+    @classmethod
+    def key(cls, owner: str, day: str, model: str) -> tuple[str, str]:
+        return usage_pk(owner), usage_day_sk(day, model)
+
+
+class BudgetItem(TableItem, discriminator="budget"):
+    """COST-4: an administrator's budget for one owner (`sk = ~LIMITS`): each limit a number, None for
+    "no limit", or absent for "the deployment's default"."""
+
+    owner = UnicodeAttribute()
+    limits = JSONAttribute()
+    updated_at = UnicodeAttribute()
+    updated_by = UnicodeAttribute()
+
+    @classmethod
+    def key(cls, owner: str) -> tuple[str, str]:
+        return usage_pk(owner), LIMITS_SK
+
+
 class BranchLink(TableItem, discriminator="branch_link"):
     """API-18: a message whose parent is not the message before it (an edit, a regeneration, the first
     post after a switch), indexed under its parent (`LINK#<parent>#<child>`) so the tree route finds the
@@ -221,6 +269,10 @@ class Summary(TableItem, discriminator="summary"):
     messages_covered = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
+    #: COST-2: what this round's model call cost (None: no price for its model) and what every round of
+    #: this conversation's summary has cost so far (micro-dollars).
+    cost_micros = NumberAttribute(null=True)
+    cost_total_micros = NumberAttribute(default=0)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:

@@ -72,6 +72,22 @@ def conversation_name_pk(owner: str, key: str) -> str:
     return f"{owner_pk(owner)}#KEY#{key}"
 
 
+def usage_pk(owner: str) -> str:
+    """COST-3: the partition of one owner's usage: a day item per model and the budget item."""
+    return f"{owner_pk(owner)}#USAGE"
+
+
+USAGE_DAY_PREFIX = "DAY#"
+#: "~LIMITS" sorts after every "DAY#..." item: one Query from a month's first day reads that month's
+#: usage and the owner's budget item together (COST-4).
+LIMITS_SK = "~LIMITS"
+
+
+def usage_day_sk(day: str, model: str) -> str:
+    """Sort key of one owner's usage of `model` on `day` (YYYY-MM-DD, UTC); '#' in a model is escaped."""
+    return f"{USAGE_DAY_PREFIX}{day}#{escape_owner(model)}"
+
+
 def message_sk(seq: int) -> str:
     """Sort key of the message at `seq` (zero-padded so string order is numeric order)."""
     return f"{MESSAGE_SK_PREFIX}{seq:0{SEQ_WIDTH}d}"

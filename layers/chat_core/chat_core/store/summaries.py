@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 
-from chat_core.store import base
+from chat_core.engine.costs import Charge
+from chat_core.errors import StoreUnavailable
+from chat_core.store import base, usage
 from chat_core.store.base import TableItem
+from chat_core.store.conversations import _Cancelled, _transact, request_token
 from chat_core.store.items import Summary
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
 
@@ -51,7 +55,37 @@ def iter_messages(
             return
 
 
-def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
+#: How long a summary's write with its charge (COST-3) retries a conflict on the owner's usage item,
+#: which posts of the same owner update too.
+_CHARGE_RETRY_S: Final = 5.0
+
+
+def _put_with_charge(owner: str, summary: Summary, condition: Condition, charge: tuple[str, Charge]) -> None:
+    """The summary and its charge to the owner's usage, in one TransactWrite."""
+    writes = [("put", summary, condition, None), *usage.charge_updates(owner, [charge])]
+    deadline = time.monotonic() + _CHARGE_RETRY_S
+    attempt = 0
+    while True:
+        try:
+            _transact(writes, request_token(summary.pk, "summary", summary.to_seq, attempt))
+            return
+        except _Cancelled as exc:
+            if exc.reasons[:1] == ["ConditionalCheckFailed"]:
+                raise SummarySuperseded("the stored summary moved on") from exc
+            if not base.wait_to_retry(attempt, deadline):
+                raise StoreUnavailable(
+                    "the summary's usage could not be recorded: the database is busy"
+                ) from exc
+        attempt += 1
+
+
+def save_summary(
+    summary: Summary,
+    *,
+    previous_to_seq: int | None,
+    owner: str | None = None,
+    charge: tuple[str, Charge] | None = None,
+) -> None:
     """Store `summary` if the stored one still covers exactly `previous_to_seq` (None = no summary yet).
 
     The summarizer runs in the background: it writes only its own item and never conditions on the
@@ -59,6 +93,9 @@ def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
     the conversation is still live is checked after the write instead: if it was deleted or purged
     meanwhile, the summary just written is removed again (no summary is left behind in a purged
     partition: the purge deletes what it finds, and this check runs after our write landed).
+
+    With `charge` ((day, charge) of the model call that wrote it, COST-3) the owner's usage item is
+    added to in the same transaction: a summary is costed once, with its write.
 
     Raises SummarySuperseded when a replayed stream record or a concurrent run already moved the summary
     on (it never regresses to an older range), or when the conversation is gone or deleted.
@@ -68,7 +105,10 @@ def save_summary(summary: Summary, *, previous_to_seq: int | None) -> None:
         TableItem.pk.does_not_exist() if previous_to_seq is None else Summary.to_seq == previous_to_seq
     )
     try:
-        summary.save(condition=condition)
+        if charge is not None and owner is not None:
+            _put_with_charge(owner, summary, condition, charge)
+        else:
+            summary.save(condition=condition)
     except PynamoDBException as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             raise SummarySuperseded("the stored summary moved on") from exc

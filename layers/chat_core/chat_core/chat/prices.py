@@ -1,0 +1,122 @@
+"""COST-1: the price table in effect: the built-in one, overlaid by the deployment's own.
+
+A deployment changes prices without a code change: the `PRICES` environment variable (template
+parameter `PriceOverrides`, a stack update) or the SSM parameter named by `PRICES_PARAMETER` (template
+parameter `PricesParameter`), read again after `PRICES_CACHE_SECONDS` (300 s), so a `aws ssm
+put-parameter` reaches every function within five minutes with no deploy at all. Both hold JSON:
+`{"model": {"input": 2.5, "cached_input": 1.25, "output": 10}}`, dollars per 1M tokens; the SSM
+parameter wins over `PRICES` for a model both name. An override that cannot be read or parsed is
+logged as an error and left out (the other prices stay in effect): a pricing typo never stops posts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from chat_core.engine import costs
+from chat_core.engine.costs import Charge, Price, TokenUse
+from chat_core.errors import InvalidInput
+from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.settings import Settings, get_settings
+from chat_core.store.items import Message
+
+_lock = threading.Lock()
+_ssm: dict[str, Any] = {}
+_parsed: dict[tuple[str, str], dict[str, Price]] = {}
+
+
+def _overrides(text: str, source: str) -> dict[str, Price]:
+    cached = _parsed.get((source, text))
+    if cached is not None:
+        return cached
+    try:
+        table = costs.parse_prices(json.loads(text), source=source)
+    except (ValueError, InvalidInput) as exc:
+        message = exc.message if isinstance(exc, InvalidInput) else f"not JSON ({exc})"
+        logger.error("price override ignored", source=source, error=message)
+        metrics.add_metric(name="PriceOverrideErrors", unit=MetricUnit.Count, value=1)
+        table = {}
+    _parsed[(source, text)] = table
+    return table
+
+
+def _parameter_text(settings: Settings) -> str:
+    name = settings.prices_parameter
+    if not name:
+        return ""
+    from aws_lambda_powertools.utilities.parameters import GetParameterError, SSMProvider
+    from botocore.config import Config
+
+    with _lock:
+        provider = _ssm.get(settings.region)
+        if provider is None:
+            config = Config(region_name=settings.region, connect_timeout=2, read_timeout=3)
+            provider = _ssm[settings.region] = SSMProvider(boto_config=config)
+    try:
+        value = provider.get(name, max_age=settings.prices_cache_seconds)
+    except GetParameterError as exc:
+        logger.error("price parameter unreadable; built-in prices used", parameter=name, error=str(exc))
+        metrics.add_metric(name="PriceOverrideErrors", unit=MetricUnit.Count, value=1)
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def price_table(settings: Settings | None = None) -> dict[str, Price]:
+    """Built-in prices, then `PRICES`, then the SSM parameter's (a later source wins per model)."""
+    settings = settings or get_settings()
+    table = dict(costs.builtin_table()[1])
+    if settings.prices:
+        table.update(_overrides(settings.prices, "PRICES"))
+    parameter = _parameter_text(settings)
+    if parameter:
+        table.update(_overrides(parameter, f"SSM parameter {settings.prices_parameter}"))
+    return table
+
+
+def charge(
+    model: str,
+    prompt: int,
+    completion: int,
+    details: Any = None,
+    *,
+    estimated: bool = False,
+    settings: Settings | None = None,
+) -> Charge:
+    """The charge of one model call at the prices in effect (COST-1)."""
+    use = TokenUse.from_usage(prompt, completion, details if isinstance(details, dict) else None)
+    return costs.charge_for(model, use, price_table(settings), estimated=estimated)
+
+
+def _use_of(message: Message, estimated: bool) -> TokenUse:
+    counted = message.local_usage if estimated else message.usage
+    if counted is None:
+        return TokenUse()
+    details = None if estimated or not isinstance(message.extras, dict) else message.extras
+    return TokenUse.from_usage(int(counted.prompt_tokens), int(counted.completion_tokens), details)
+
+
+def cost_message(message: Message, *, estimated: bool, settings: Settings | None = None) -> Charge:
+    """COST-2: price an assistant message's model call and record it on the message (`cost_micros`,
+    `cost_status`): from its reported usage and breakdowns, or (`estimated`) from its local count."""
+    found = costs.charge_for(
+        str(message.model or ""), _use_of(message, estimated), price_table(settings), estimated=estimated
+    )
+    message.cost_micros = found.cost_micros
+    message.cost_status = found.status
+    return found
+
+
+def charge_of(message: Message) -> Charge:
+    """The charge recorded on a priced message (`cost_message` ran on it)."""
+    use = _use_of(message, message.cost_status == costs.ESTIMATED)
+    cost = None if message.cost_micros is None else int(message.cost_micros)
+    return Charge(str(message.model or ""), use, cost, str(message.cost_status or costs.UNKNOWN))
+
+
+def reset_process_state() -> None:
+    """`chat_core.reset()`: the SSM provider (and its cache) is built again on next use."""
+    with _lock:
+        _ssm.clear()
+        _parsed.clear()

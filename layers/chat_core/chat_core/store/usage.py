@@ -1,0 +1,125 @@
+"""COST-3/COST-4: each owner's usage per day and model, and their budget item, in one partition.
+
+The day items are only ever added to, inside the transactions that store what was used (a reply, an
+appended answer, a summary): `charge_updates` builds those transaction entries. Reads: a range of days
+(GET /usage), or a month's days with the budget item (one Query, the budget check of a post).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pynamodb.exceptions import PynamoDBException
+
+from chat_core.engine.costs import ESTIMATED, Charge
+from chat_core.store import base
+from chat_core.store.base import TableItem
+from chat_core.store.items import BudgetItem, UsageDay
+from chat_core.store.keys import LIMITS_SK, USAGE_DAY_PREFIX, usage_pk
+
+#: ("update", item, condition, actions): an entry of a TransactWrite (see conversations._transact).
+UsageWrite = tuple[str, Any, Any, list[Any] | None]
+
+
+@dataclass
+class _Sum:
+    calls: int = 0
+    prompt: int = 0
+    cached: int = 0
+    completion: int = 0
+    reasoning: int = 0
+    cost: int = 0
+    unpriced: int = 0
+    estimated: int = 0
+
+    def add(self, charge: Charge) -> None:
+        self.calls += 1
+        self.prompt += charge.use.prompt
+        self.cached += charge.use.cached
+        self.completion += charge.use.completion
+        self.reasoning += charge.use.reasoning
+        if charge.cost_micros is None:
+            self.unpriced += 1
+        else:
+            self.cost += charge.cost_micros
+        if charge.status == ESTIMATED:
+            self.estimated += 1
+
+
+def charge_updates(owner: str, charges: Iterable[tuple[str, Charge]]) -> list[UsageWrite]:
+    """The updates that add `charges` ((day, charge) pairs) to the owner's day items: one entry per day
+    and model (a transaction may touch an item once). No condition: the first update creates the item."""
+    sums: dict[tuple[str, str], _Sum] = {}
+    for day, charge in charges:
+        sums.setdefault((day, charge.model), _Sum()).add(charge)
+    writes: list[UsageWrite] = []
+    for (day, model), total in sums.items():
+        pk, sk = UsageDay.key(owner, day, model)
+        actions = [
+            TableItem.item_type.set(UsageDay),
+            UsageDay.owner.set(owner),
+            UsageDay.day.set(day),
+            UsageDay.model.set(model),
+            UsageDay.calls.add(total.calls),
+            UsageDay.prompt_tokens.add(total.prompt),
+            UsageDay.cached_tokens.add(total.cached),
+            UsageDay.completion_tokens.add(total.completion),
+            UsageDay.reasoning_tokens.add(total.reasoning),
+            UsageDay.cost_micros.add(total.cost),
+            UsageDay.unpriced_calls.add(total.unpriced),
+            UsageDay.estimated_calls.add(total.estimated),
+        ]
+        writes.append(("update", UsageDay(pk, sk), None, actions))
+    return writes
+
+
+def _query(owner: str, condition: Any) -> list[TableItem]:
+    base.bind()
+    try:
+        return list(TableItem.query(usage_pk(owner), condition, consistent_read=True))
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+
+
+def read_days(owner: str, first_day: str, last_day: str) -> list[UsageDay]:
+    """The owner's day items from `first_day` to `last_day` (YYYY-MM-DD, inclusive), in day order."""
+    items = _query(
+        owner, TableItem.sk.between(f"{USAGE_DAY_PREFIX}{first_day}", f"{USAGE_DAY_PREFIX}{last_day}#~")
+    )
+    return [item for item in items if isinstance(item, UsageDay)]
+
+
+def read_since(owner: str, first_day: str) -> tuple[list[UsageDay], BudgetItem | None]:
+    """COST-4, one Query: the owner's day items from `first_day` on, and their budget item ("~LIMITS"
+    sorts after every day)."""
+    items = _query(owner, TableItem.sk >= f"{USAGE_DAY_PREFIX}{first_day}")
+    days = [item for item in items if isinstance(item, UsageDay)]
+    limits = next((item for item in items if isinstance(item, BudgetItem)), None)
+    return days, limits
+
+
+def get_limits(owner: str) -> BudgetItem | None:
+    base.bind()
+    try:
+        return BudgetItem.get(usage_pk(owner), LIMITS_SK, consistent_read=True)
+    except BudgetItem.DoesNotExist:
+        return None
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+
+
+def put_limits(item: BudgetItem) -> None:
+    base.bind()
+    try:
+        item.save()
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+
+
+def sum_days(days: Sequence[UsageDay]) -> tuple[int, int]:
+    """(tokens, micro-dollars) of `days`: prompt plus completion tokens, and the known costs."""
+    tokens = sum(int(d.prompt_tokens) + int(d.completion_tokens) for d in days)
+    return tokens, sum(int(d.cost_micros) for d in days)
