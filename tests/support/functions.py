@@ -257,3 +257,34 @@ def get_key(key: str, *, user: str | None = "alice", **query: str) -> Answer:
         user=user,
     )
     return invoke("get_conversation", event)
+
+
+# -- COST-3/COST-4: usage and budgets ---------------------------------------------------------------------
+
+
+def _as_member(event: dict[str, Any], groups: str | None) -> dict[str, Any]:
+    """The event with a `cognito:groups` claim as API Gateway hands a list claim over ("[a b]")."""
+    if groups is not None:
+        event["requestContext"]["authorizer"]["jwt"]["claims"]["cognito:groups"] = groups
+    return event
+
+
+def usage(*, user: str | None = "alice", groups: str | None = None, **query: str) -> Answer:
+    """GET /usage (`from_` for the `from` parameter)."""
+    if "from_" in query:
+        query["from"] = query.pop("from_")
+    event = events.http_event("GET", "/usage", query=query or None, user=user)
+    return invoke("get_usage", _as_member(event, groups))
+
+
+def set_budget(target: str, body: Any, *, user: str | None = "alice", groups: str | None = None) -> Answer:
+    """PUT /budgets/{user_id}."""
+    event = events.http_event(
+        "PUT",
+        f"/budgets/{quote(target, safe='')}",
+        route="/budgets/{user_id}",
+        path_parameters={"user_id": target},
+        body=body,
+        user=user,
+    )
+    return invoke("set_budget", _as_member(event, groups))
