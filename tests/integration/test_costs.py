@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 import boto3
@@ -96,7 +97,7 @@ def test_without_usage_the_cost_is_estimated_from_the_local_count(standin_llm: O
     assert stored.local_usage is not None
     local_in, local_out = int(stored.local_usage.prompt_tokens), int(stored.local_usage.completion_tokens)
     assert min(local_in, local_out) > 0
-    expected = int(local_in * 0.15 + local_out * 0.6 + 0.5)
+    expected = int(Decimal(local_in) * Decimal("0.15") + Decimal(local_out) * Decimal("0.6") + Decimal("0.5"))
     assert reply["cost"] == {"micros": expected, "usd": f"${expected / 1e6:.6f}", "status": "estimated"}
 
 

@@ -36,6 +36,8 @@ def _exact(conversation_id: str) -> list[dict[str, Any]]:
     assert detail["message_count"] == len(messages)
     for key in ZERO:
         assert detail["usage"][key] == sum(m.get("usage", ZERO)[key] for m in messages), key
+    # COST-2: and so is the cost
+    assert detail["cost"]["micros"] == sum((m.get("cost") or {}).get("micros") or 0 for m in messages)
     return list(messages)
 
 
@@ -103,6 +105,12 @@ def test_a_reply_is_stored_alone_when_the_conversation_stays_contended(
     messages = _exact(conversation_id)
     assert len(messages) == 6
     assert api.detail(conversation_id).body["turn_count"] == 3
+    # And so does the user's usage of the day (COST-3)
+    totals = api.usage().body["totals"]
+    replies = [m for m in messages if m["role"] == "assistant"]
+    assert totals["calls"] == 3
+    assert totals["cost"]["micros"] == sum(m["cost"]["micros"] for m in replies)
+    assert totals["prompt_tokens"] == sum(m["usage"]["prompt_tokens"] for m in replies)
 
 
 def test_concurrent_posts_that_lose_the_race_take_their_own_slots(

@@ -9,6 +9,7 @@ default margin is 4: after turn 7 (14 messages) messages 1-5 no longer fit and g
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -430,3 +431,29 @@ def test_a_summary_covers_only_the_active_branch(
     # And it is the one the next window carries
     window = api.window(conversation.id, "next").body
     assert window["stats"]["summary"] is not None
+
+
+def test_a_summary_is_costed_and_charged_to_its_owner(
+    conversation: Conversation, standin_llm: OpenAIStandin
+) -> None:
+    """COST-2/COST-3: the summarizer's model call is priced on the summary item (this round and all
+    rounds so far) and counted in the owner's usage of the day with the replies."""
+    # Given a conversation long enough to be summarized once
+    conversation.post_turns(7)
+    stored = conversation.summary
+    assert stored is not None
+    # Then the summary's cost is its call's usage at gpt-4o-mini's prices ($0.15 in, $0.60 out)
+    [sent] = summary_requests(standin_llm)
+    exact = Decimal(int(stored.input_tokens)) * Decimal("0.15") + Decimal(
+        int(stored.output_tokens)
+    ) * Decimal("0.6")
+    assert stored.cost_micros == int(exact + Decimal("0.5"))
+    assert stored.cost_micros > 0
+    assert int(stored.cost_total_micros) == stored.cost_micros
+    assert sent["model"] == "gpt-4o-mini"
+    # And the day's usage holds the 7 replies and the summary: 8 calls, their costs together
+    assert conversation.id is not None
+    replies = [m for m in api.detail(conversation.id).body["messages"] if m["role"] == "assistant"]
+    totals = api.usage().body["totals"]
+    assert totals["calls"] == 8
+    assert totals["cost"]["micros"] == sum(m["cost"]["micros"] for m in replies) + stored.cost_micros
