@@ -20,6 +20,8 @@ LOCAL_API_ID = "local"
 MAX_BODY_BYTES = 10 * 1024 * 1024
 # The dev-mode identity header: its value becomes the JWT `sub` claim the authorizer would have set.
 USER_HEADER = "x-user-id"
+#: Dev mode only: the caller's groups, as a JWT's `cognito:groups` claim (COST-3 administrators).
+GROUPS_HEADER = "x-user-groups"
 
 _TEXT_TYPES = (
     "text/",
@@ -190,7 +192,11 @@ def build_event(
         query[key] = f"{query[key]},{value}" if key in query else value
     user = (headers.get(USER_HEADER) or "").strip()
     # Dev mode only: a deployed API takes `sub` from a verified JWT, never from a header.
-    claims = {"sub": user, "iss": "chat-local", "token_use": "local"} if user else None
+    claims: dict[str, Any] | None = {"sub": user, "iss": "chat-local", "token_use": "local"} if user else None
+    groups = (headers.get(GROUPS_HEADER) or "").strip()
+    if claims is not None and groups:
+        # As API Gateway hands a list claim to the function: "[a b]".
+        claims["cognito:groups"] = "[" + " ".join(groups.replace(",", " ").split()) + "]"
     body: str | None = None
     is_base64 = False
     if request.body:

@@ -35,6 +35,7 @@ Commands:
   /regen             a new answer to your last question (the old one stays on its branch)
   /branches          every message of the conversation; * marks the active path, ids to /switch to
   /switch ID         continue from message ID (its full id or the end of it, as /branches shows)
+  /usage             your tokens and cost today, by model, and your budget
 Anything else is sent as your message. Start a message with // to send a text that begins with /.
 """
 
@@ -174,8 +175,18 @@ def _token_line(result: TurnResult) -> str:
     )
     return (
         f"  [tokens: prompt {tokens['prompt']} · completion {tokens['completion']} · total {tokens['total']} "
-        f"({source}) · {result.duration_ms / 1000:.1f} s]"
+        f"({source}){_cost_part(result.response)} · {result.duration_ms / 1000:.1f} s]"
     )
+
+
+def _cost_part(response: Mapping[str, Any] | None) -> str:
+    """COST-2: " · cost $0.000123" beside the tokens (estimated or unknown said so); "" without a cost."""
+    cost = ((response or {}).get("assistant_message") or {}).get("cost")
+    if not isinstance(cost, Mapping):
+        return ""
+    if cost.get("usd") is None:
+        return " · cost unknown (no price for this model)"
+    return f" · cost {cost['usd']}" + (" (estimated)" if cost.get("status") == "estimated" else "")
 
 
 def render_turn(console: Console, result: TurnResult, *, verbose: bool) -> None:
@@ -309,6 +320,8 @@ class Repl:
                 self.regenerate()
             elif name == "/branches":
                 self.show_branches()
+            elif name == "/usage":
+                self.show_usage()
             elif name == "/switch":
                 if not arg:
                     self.console.info("usage: /switch MESSAGE_ID (see /branches)")
@@ -319,6 +332,34 @@ class Repl:
         except (ApiError, ServerUnreachable) as exc:
             self.console.info(str(exc))
         return True
+
+    # -- usage and budget (COST-3, COST-4) -------------------------------------------------------------
+
+    def show_usage(self) -> None:
+        report = self.api.usage()
+        day = report.get("days") or []
+        models = day[0]["models"] if day else []
+        self.console.info(f"usage of {report.get('user_id')} on {report.get('to')} (UTC):")
+        if not models:
+            self.console.info("  nothing yet")
+        for row in models:
+            cost = row["cost"]["usd"]
+            unpriced = f", {row['unpriced_calls']} unpriced" if row.get("unpriced_calls") else ""
+            self.console.info(
+                f"  {row['model']}: {row['calls']} calls, {row['total_tokens']} tokens "
+                f"({row['prompt_tokens']} in, {row['cached_tokens']} cached, "
+                f"{row['completion_tokens']} out), {cost}{unpriced}"
+            )
+        totals = report.get("totals") or {}
+        if len(models) > 1:
+            spent = totals["cost"]["usd"]
+            self.console.info(f"  all models: {totals.get('total_tokens', 0)} tokens, {spent}")
+        budget = report.get("budget") or {}
+        limits = {k: v for k, v in (budget.get("limits") or {}).items() if v is not None}
+        if limits:
+            shown = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items())
+            state = "OVER: posts are refused until it resets" if budget.get("over") else "within budget"
+            self.console.info(f"  budget: {shown} — {state}")
 
     # -- branches (API-18) ---------------------------------------------------------------------------
 

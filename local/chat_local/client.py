@@ -200,6 +200,11 @@ class ChatApi:
         params = {"limit": limit} if limit else None
         return dict(self.request("GET", f"/conversations/{quote(conversation_id, safe='')}", params=params))
 
+    def usage(self, *, first: str | None = None, last: str | None = None) -> dict[str, Any]:
+        """GET /usage (COST-3): the caller's tokens and cost per day and model, and their budget."""
+        params = {k: v for k, v in (("from", first), ("to", last)) if v}
+        return dict(self.request("GET", "/usage", params=params or None))
+
     def delete_conversation(self, conversation_id: str) -> None:
         self.request("DELETE", f"/conversations/{quote(conversation_id, safe='')}")
 

@@ -724,6 +724,8 @@ def banner(api: LocalApi, url: str) -> str:
     lines += [
         f"  Docs       {url}/docs   (OpenAPI document: {url}/openapi.json)",
         "  Identity   X-User-Id header = the caller (dev mode only; no header -> 401)",
+        "             X-User-Groups header = their groups (administrators: ADMIN_GROUP="
+        f"{os.environ.get('ADMIN_GROUP', '').strip() or '(unset: nobody)'})",
     ]
     if cfg.host not in ("127.0.0.1", "localhost", "::1"):
         lines.append(

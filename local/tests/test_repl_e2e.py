@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pexpect
@@ -249,3 +250,34 @@ def test_repl_edits_regenerates_lists_and_switches_branches(spawn: object, model
     child.expect("0 messages match")
     child.sendline("/exit")
     child.expect(pexpect.EOF)
+
+
+def test_repl_shows_each_turns_cost_and_todays_usage(spawn: object, model: OpenAIStandin) -> None:
+    """COST-2/COST-3 in the CLI: each turn's cost beside its tokens; /usage lists today's models."""
+    # Given a REPL on gpt-4o-mini (the stand-in answers as the model asked for)
+    child = spawn("--no-stream", "--model", "gpt-4o-mini")  # type: ignore[operator]
+    child.expect("you> ")
+    # When a question is answered
+    child.sendline("what does this cost?")
+    child.expect(
+        r"\[tokens: prompt (\d+) · completion (\d+) · total \d+ \(provider usage\) · cost \$(\d+\.\d{6})"
+    )
+    prompt, completion, dollars = (child.match.group(i) for i in (1, 2, 3))
+    child.expect("you> ")
+    # Then the cost is those tokens at gpt-4o-mini's prices ($0.15 in, $0.60 out per 1M)
+    exact = Decimal(prompt) * Decimal("0.15") + Decimal(completion) * Decimal("0.6")
+    assert Decimal(dollars) * 1_000_000 == int(exact + Decimal("0.5"))
+    # And /usage shows today's calls, tokens and cost for that model
+    child.sendline("/usage")
+    child.expect(r"usage of gus on \d{4}-\d{2}-\d{2} \(UTC\):")
+    child.expect(rf"gpt-4o-mini: 1 calls, {int(prompt) + int(completion)} tokens .*\${re.escape(dollars)}")
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    # And on a model nobody priced (the server's standin-model) the cost is unknown, never $0
+    other = spawn("--no-stream")  # type: ignore[operator]
+    other.expect("you> ")
+    other.sendline("and this?")
+    other.expect(r"\(provider usage\) · cost unknown \(no price for this model\)")
+    other.sendline("/exit")
+    other.expect(pexpect.EOF)
