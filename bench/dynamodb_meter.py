@@ -8,6 +8,7 @@ serialized request body and the raw HTTP response body, i.e. the bytes on the wi
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter
@@ -45,6 +46,11 @@ class Tally:
     sent_by_op: Counter[str] = field(default_factory=Counter)
     received_by_op: Counter[str] = field(default_factory=Counter)
     server_seconds: float = 0.0  # CPU inside moto answering (not DynamoDB's latency; callers exclude it)
+    #: COST-5: what request units are computed from. Each written item: (transactional, table, key, size
+    #: of a put item or None for an update/delete, sized afterwards from the table); each read request:
+    #: (operation, item bytes returned, strongly consistent).
+    writes: list[tuple[bool, str, dict[str, Any], int | None]] = field(default_factory=list)
+    reads: list[tuple[str, int, bool]] = field(default_factory=list)
 
     def copy(self) -> Tally:
         return Tally(
@@ -54,6 +60,8 @@ class Tally:
             Counter(self.sent_by_op),
             Counter(self.received_by_op),
             self.server_seconds,
+            list(self.writes),
+            list(self.reads),
         )
 
     @property
@@ -76,19 +84,80 @@ def _body_size(params: Any) -> int:
     return len(body or b"")
 
 
+def attribute_size(value: dict[str, Any]) -> int:
+    """Bytes DynamoDB counts for one attribute value in the wire format ({"S": ...}, {"N": ...}, ...):
+    strings and binary their length, numbers 1 + significant digits / 2, null and boolean 1, a list or
+    map 3 bytes + 1 per element + the elements (a map element's name too)."""
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(str(inner).encode("utf-8"))
+    if kind == "B":
+        return len(inner) if isinstance(inner, bytes | bytearray) else len(str(inner)) * 3 // 4
+    if kind == "N":
+        digits = len(str(inner).lstrip("-").replace(".", "").lstrip("0")) or 1
+        return 1 + (digits + 1) // 2
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode("utf-8")) + attribute_size(v) for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(v) for v in inner)
+    if kind in ("SS", "NS", "BS"):
+        return sum(attribute_size({kind[0]: v}) for v in inner)
+    raise TypeError(f"no DynamoDB size rule for {kind}")
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """Bytes DynamoDB counts for a wire-format item: each attribute name plus its value."""
+    return sum(len(name.encode("utf-8")) + attribute_size(value) for name, value in item.items())
+
+
+def _written(operation: str, body: dict[str, Any]) -> list[tuple[bool, str, dict[str, Any], int | None]]:
+    if operation == "TransactWriteItems":
+        entries = []
+        for entry in body.get("TransactItems", []):
+            (kind, request), *_ = entry.items()
+            if kind == "ConditionCheck":
+                continue
+            size = item_size(request["Item"]) if kind == "Put" else None
+            entries.append((True, request["TableName"], request.get("Key") or {}, size))
+        return entries
+    if operation == "PutItem":
+        return [(False, body["TableName"], {}, item_size(body["Item"]))]
+    if operation in ("UpdateItem", "DeleteItem"):
+        return [(False, body["TableName"], body["Key"], None)]
+    return []
+
+
+_consistent: list[bool] = []
+_SIZED = ("TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem", "Query", "GetItem")
+
+
 def _before_call(model: Any, params: Any, **_: Any) -> None:
     size = _body_size(params)
+    body: dict[str, Any] = {}
+    if _active and model.name in _SIZED:
+        raw = params.get("body", b"") if isinstance(params, dict) else b""
+        body = json.loads(raw) if raw else {}
+    _consistent[:] = [bool(body.get("ConsistentRead"))]
     for tally in _active:
         tally.calls[model.name] += 1
         tally.sent += size
         tally.sent_by_op[model.name] += size
+        tally.writes += _written(model.name, body)
 
 
-def _after_call(model: Any, http_response: Any, **_: Any) -> None:
+def _after_call(model: Any, http_response: Any, parsed: Any = None, **_: Any) -> None:
     size = len(getattr(http_response, "content", b"") or b"")
+    read = 0
+    if model.name in ("Query", "GetItem") and isinstance(parsed, dict):
+        items = parsed.get("Items") or ([parsed["Item"]] if parsed.get("Item") else [])
+        read = sum(item_size(i) for i in items)
     for tally in _active:
         tally.received += size
         tally.received_by_op[model.name] += size
+        if model.name in ("Query", "GetItem"):
+            tally.reads.append((model.name, read, bool(_consistent and _consistent[0])))
 
 
 def install() -> None:

@@ -1,0 +1,211 @@
+"""COST-5: what the service itself costs per 1M posts, from measured item sizes and call counts.
+
+Real `post_message` calls (the model stubbed) on conversations of 10, 1,000 and 10,000 messages; every
+DynamoDB request of a post is metered (bench/dynamodb_meter.py): the items each write puts or updates
+and the items each read returns, sized by DynamoDB's rules. Request units follow DynamoDB's on-demand
+rules; dollars use the list prices below (one region, dated). Model tokens are not in these figures
+(they are the model's bill; see GET /usage).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any, Final
+
+from bench import Section, progress, verdict
+from bench.bench_post_path import TABLE, _seed
+from bench.bench_storage import FixedReplyModel, _reset_pynamodb, chat_service, message_text
+from bench.dynamodb_meter import Tally, item_size, metered, moto_env, moto_fixes
+
+#: AWS list prices, us-east-1, on-demand, as of the date (aws.amazon.com/dynamodb/pricing/on-demand,
+#: /lambda/pricing, /api-gateway/pricing). Change them here; the README's table follows `make bench`.
+PRICES: Final[dict[str, Any]] = {
+    "as_of": "2025-08-01",
+    "region": "us-east-1",
+    "dynamodb_write_request_units_per_million": 0.625,
+    "dynamodb_read_request_units_per_million": 0.125,
+    "dynamodb_storage_gb_month": 0.25,
+    "lambda_gb_second_arm64": 0.0000133334,
+    "lambda_requests_per_million": 0.20,
+    "http_api_requests_per_million": 1.00,
+}
+LENGTHS: Final = (10, 1_000, 10_000)
+POSTS: Final = 5
+OWNER: Final = "bench-user"
+MEMORY_GB: Final = 0.5  # template.yaml Globals: MemorySize 512
+#: Time a Lambda also bills per DynamoDB round trip (in-region, single-digit ms; an assumption).
+ROUND_TRIP_S: Final = 0.008
+#: Time the post function waits for the model (billed as Lambda duration; an assumption, varies by model).
+MODEL_WAIT_S: Final = 2.0
+#: DynamoDB stores 100 bytes of overhead per item (and again per index entry).
+ITEM_OVERHEAD: Final = 100
+
+
+def _request_units(tally: Tally, sizes: dict[tuple[str, str], int]) -> tuple[float, float]:
+    """(write request units, read request units) of the metered requests. A write: 1 unit per KB of the
+    item (the item after an update), 2 in a transaction; a read: 1 unit per 4 KB of the items returned
+    by one request, strongly consistent (half eventually consistent)."""
+    writes = 0.0
+    for transactional, _table, key, size in tally.writes:
+        if size is None:
+            size = sizes.get((key["pk"]["S"], key["sk"]["S"]), 0)
+        writes += (2 if transactional else 1) * max(1, math.ceil(size / 1024))
+    reads = sum(
+        max(1, math.ceil(size / 4096)) * (1.0 if consistent else 0.5) for _, size, consistent in tally.reads
+    )
+    return writes, reads
+
+
+def _table_bytes(client: Any) -> tuple[int, dict[tuple[str, str], int]]:
+    """The table's stored bytes (items and their index entries, with DynamoDB's per-item overhead) and
+    each item's size by key."""
+    sizes: dict[tuple[str, str], int] = {}
+    stored = 0
+    pages = client.get_paginator("scan").paginate(TableName=TABLE)
+    for page in pages:
+        for item in page["Items"]:
+            size = item_size(item)
+            sizes[(item["pk"]["S"], item["sk"]["S"])] = size
+            stored += size + ITEM_OVERHEAD
+            if "gsi1pk" in item:
+                stored += size + ITEM_OVERHEAD  # the listing index projects the whole item
+    return stored, sizes
+
+
+def _measure(length: int, *, budgets: bool) -> dict[str, float]:
+    import boto3
+    import chat_core
+    from chat_core.http.schemas import PostMessageIn
+    from moto import mock_aws
+
+    from tests.support.table import create_table
+
+    extra = {"BUDGET_DAILY_USD": "1000"} if budgets else {}
+    model = FixedReplyModel()
+    with moto_env(TABLE_NAME=TABLE, **extra), mock_aws(), chat_service(model) as post:
+        create_table(TABLE)
+        _reset_pynamodb()
+        chat_core.reset()
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        conversation_id = _seed(client, post, length)
+        before, _ = _table_bytes(client)
+        units: list[tuple[float, float]] = []
+        calls: list[int] = []
+        seconds: list[float] = []
+        for n in range(POSTS):
+            request = PostMessageIn(conversation_id=conversation_id, content=message_text(80_000 + n))
+            with metered() as tally:
+                started = time.process_time()
+                post(OWNER, request)
+                seconds.append(time.process_time() - started - tally.server_seconds)
+            _, sizes = _table_bytes(client)
+            units.append(_request_units(tally, sizes))
+            calls.append(tally.total_calls)
+        after, _ = _table_bytes(client)
+    return {
+        "wru": statistics.median(u[0] for u in units),
+        "rru": statistics.median(u[1] for u in units),
+        "calls": statistics.median(calls),
+        "cpu_s": statistics.median(seconds),
+        "stored_bytes": (after - before) / POSTS,
+    }
+
+
+def _dollars(figures: dict[str, float], *, model_wait_s: float) -> dict[str, float]:
+    """Dollars per 1M posts, by part."""
+    million = 1_000_000
+    duration = figures["cpu_s"] + figures["calls"] * ROUND_TRIP_S + model_wait_s
+    return {
+        "dynamodb_requests": figures["wru"] * PRICES["dynamodb_write_request_units_per_million"]
+        + figures["rru"] * PRICES["dynamodb_read_request_units_per_million"],
+        "storage_month": figures["stored_bytes"] * million / 1e9 * PRICES["dynamodb_storage_gb_month"],
+        "gb_seconds": duration * MEMORY_GB * million,
+        "lambda": duration * MEMORY_GB * million * PRICES["lambda_gb_second_arm64"]
+        + PRICES["lambda_requests_per_million"],
+        "api": PRICES["http_api_requests_per_million"],
+    }
+
+
+def run() -> list[Section]:
+    rows: list[list[Any]] = []
+    measured: dict[str, dict[str, float]] = {}
+    with moto_fixes():
+        for length in LENGTHS:
+            progress(f"service cost: {length:,} messages")
+            measured[f"{length:,}"] = _measure(length, budgets=False)
+        progress("service cost: 1,000 messages with budgets on")
+        measured["1,000 + budgets"] = _measure(1_000, budgets=True)
+    totals = []
+    for label, figures in measured.items():
+        own = _dollars(figures, model_wait_s=0.0)
+        waiting = _dollars(figures, model_wait_s=MODEL_WAIT_S)
+        total = own["dynamodb_requests"] + own["lambda"] + own["api"]
+        totals.append(total)
+        rows.append(
+            [
+                label,
+                f"{figures['calls']:.0f}",
+                f"{figures['wru']:.0f} / {figures['rru']:.1f}",
+                f"${own['dynamodb_requests']:.2f}",
+                f"{figures['stored_bytes'] / 1000:.1f} KB ({figures['stored_bytes'] / 1000:.2f} GB) · "
+                f"${own['storage_month']:.2f}/month",
+                f"{own['gb_seconds']:,.0f} GB-s · ${own['lambda']:.2f}",
+                f"${own['api']:.2f}",
+                f"${total:.2f}",
+                f"${waiting['dynamodb_requests'] + waiting['lambda'] + waiting['api']:.2f}",
+            ]
+        )
+    plain = totals[: len(LENGTHS)]
+    flat = max(plain) <= 1.10 * min(plain)
+    notes = (
+        f"Prices: AWS list prices in {PRICES['region']} as of {PRICES['as_of']} (DynamoDB on-demand "
+        f"${PRICES['dynamodb_write_request_units_per_million']}/M write and "
+        f"${PRICES['dynamodb_read_request_units_per_million']}/M read request units, "
+        f"${PRICES['dynamodb_storage_gb_month']}/GB-month; Lambda arm64 "
+        f"${PRICES['lambda_gb_second_arm64']:.10f}".rstrip("0")
+        + f"/GB-s + ${PRICES['lambda_requests_per_million']:.2f}/M requests; HTTP API "
+        f"${PRICES['http_api_requests_per_million']:.2f}/M requests), kept as data in "
+        "bench/bench_service_cost.py. Each row: a conversation seeded to that "
+        f"length, then {POSTS} real `post_message` calls (model stubbed; median shown). WRU/RRU per post "
+        "from the items each request wrote or returned, sized by DynamoDB's rules: a write costs 1 unit per "
+        "KB of its item (an update: the item after it), 2 in a transaction; a read 1 per 4 KB returned by "
+        "one strongly consistent request. Storage: what one post adds to the table (items, the listing "
+        "index's copy of the conversation item, 100 bytes per item), per 1M posts, per month kept. Lambda: "
+        f"{MEMORY_GB * 1024:.0f} MB x (the post path's CPU time measured here + {ROUND_TRIP_S * 1000:.0f} ms "
+        "per DynamoDB call, an assumption); the last column adds "
+        f"{MODEL_WAIT_S:.0f} s of waiting for the model (billed as duration; it dominates). The summarizer "
+        "and the purge are not included (they run once per several turns and per deleted conversation). "
+        f"Goal: flat in length — {'met' if flat else 'NOT met'} "
+        f"(${min(plain):.2f} to ${max(plain):.2f} per 1M posts from 10 to 10,000 messages)."
+    )
+    summary = [
+        [
+            "service cost per 1M posts (DynamoDB + Lambda + HTTP API, no model wait) at "
+            + " / ".join(f"{n:,}" for n in LENGTHS)
+            + " messages",
+            " / ".join(f"${t:.2f}" for t in plain),
+            "flat in length",
+            verdict(flat),
+        ]
+    ]
+    return [
+        {
+            "title": "What the service costs per 1M posts (COST-5)",
+            "columns": [
+                "messages",
+                "DynamoDB calls",
+                "WRU / RRU per post",
+                "DynamoDB requests per 1M",
+                "storage per post (per 1M posts)",
+                "Lambda per 1M",
+                "HTTP API per 1M",
+                "total per 1M",
+                f"total with {MODEL_WAIT_S:.0f} s model wait",
+            ],
+            "rows": rows,
+            "notes": notes,
+            "summary": summary,
+        }
+    ]
