@@ -141,6 +141,15 @@ def tree(conversation_id: str, limit: int, cursor: str | None) -> Call[Page[Mess
     return Call("GET", f"/conversations/{_id(conversation_id)}/tree", _page_of_messages, params=params)
 
 
+def usage(first: str | None, last: str | None, user: str | None) -> Call[dict[str, Any]]:
+    params = _settings({"from": first, "to": last, "user": user})
+    return Call("GET", "/usage", lambda body: body, params=params or None)
+
+
+def set_budget(user: str, limits: Mapping[str, Any]) -> Call[dict[str, Any]]:
+    return Call("PUT", f"/budgets/{_id(user)}", lambda body: body, json=dict(limits))
+
+
 def window(conversation_id: str, content: Any, settings: Mapping[str, Any]) -> Call[dict[str, Any]]:
     path = f"/conversations/{_id(conversation_id)}/window"
     return Call("POST", path, lambda body: body, json=_settings({**settings, "content": content}))
@@ -229,6 +238,10 @@ def _retried(response: httpx.Response) -> bool:
         body = _json(response)
         code = (body.get("error") or {}).get("code") if isinstance(body, dict) else None
         return code != "reply_not_stored"  # that answer carries the reply: hand it to the caller
+    if response.status_code == 429:
+        body = _json(response)
+        code = (body.get("error") or {}).get("code") if isinstance(body, dict) else None
+        return code != "budget_exceeded"  # the budget resets hours away: say so at once
     return response.status_code in _RETRIED_STATUS
 
 

@@ -148,6 +148,17 @@ class ChatHistoryClient:
         """What a post of `content` would send the model, message by message (nothing is written)."""
         return self.send(_calls.window(conversation_id, content, settings))
 
+    def usage(
+        self, *, first: str | None = None, last: str | None = None, user: str | None = None
+    ) -> dict[str, Any]:
+        """GET /usage: tokens and cost per UTC day (YYYY-MM-DD) and model, and the budget (COST-3)."""
+        return self.send(_calls.usage(first, last, user))
+
+    def set_budget(self, user: str, **limits: Any) -> dict[str, Any]:
+        """PUT /budgets/{user}: `daily_tokens`, `daily_usd`, `monthly_tokens`, `monthly_usd` (None: no
+        limit); administrators only (COST-4)."""
+        return self.send(_calls.set_budget(user, limits))
+
 
 class AsyncChatHistoryClient:
     """`ChatHistoryClient` for asyncio: the same methods, awaited; `iter_*` are async iterators."""
@@ -269,3 +280,11 @@ class AsyncChatHistoryClient:
 
     async def window(self, conversation_id: str, content: Any, **settings: Any) -> dict[str, Any]:
         return await self.send(_calls.window(conversation_id, content, settings))
+
+    async def usage(
+        self, *, first: str | None = None, last: str | None = None, user: str | None = None
+    ) -> dict[str, Any]:
+        return await self.send(_calls.usage(first, last, user))
+
+    async def set_budget(self, user: str, **limits: Any) -> dict[str, Any]:
+        return await self.send(_calls.set_budget(user, limits))

@@ -58,6 +58,11 @@ class RateLimited(APIError):
     """429: too many requests (retried first, honouring Retry-After)."""
 
 
+class BudgetExceeded(RateLimited):
+    """429 `budget_exceeded`: the caller reached a daily or monthly budget; nothing was stored. Not
+    retried (the window resets hours away): `retry_after` says in how many seconds it does."""
+
+
 class ModelError(APIError):
     """502: the model failed; `body` still carries the stored turn with the provider's error."""
 
@@ -87,6 +92,8 @@ def api_error(status: int, body: Any, retry_after: float | None = None) -> APIEr
     if not isinstance(error, dict):
         error = {"code": "error", "message": f"HTTP {status}"}
     kind = _BY_STATUS.get(status, APIError)
+    if status == 429 and error.get("code") == "budget_exceeded":
+        kind = BudgetExceeded
     return kind(
         status,
         str(error.get("code") or "error"),

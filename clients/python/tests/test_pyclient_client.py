@@ -14,6 +14,7 @@ import pytest
 from chat_history_client import (
     AsyncChatHistoryClient,
     AuthenticationError,
+    BudgetExceeded,
     ChatHistoryClient,
     Conflict,
     InvalidRequest,
@@ -111,7 +112,9 @@ class _Flaky(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         if status in (429, 503, 409):
-            self.send_header("Retry-After", "0")
+            # A budget resets at midnight UTC (COST-4): hours away; other answers say "now".
+            budget = body.get("error", {}).get("code") == "budget_exceeded"
+            self.send_header("Retry-After", "19508" if budget else "0")
         self.end_headers()
         self.wfile.write(payload)
 
@@ -180,3 +183,34 @@ def test_retries_stop_at_the_limit_and_a_reply_not_stored_is_not_retried() -> No
         assert kept.value.body["assistant_message"]["content"] == "hello"
     finally:
         httpd.shutdown()
+
+
+def test_a_budget_refusal_is_raised_at_once_not_retried() -> None:
+    """CLIENT-1 / COST-4: 429 budget_exceeded is final (its window resets hours away): raised at once as
+    BudgetExceeded with the seconds until the reset, never slept on."""
+    httpd, seen = _serve([(429, _error("budget_exceeded"))])
+    try:
+        with (
+            ChatHistoryClient(f"http://127.0.0.1:{httpd.server_port}", user_id="alice") as client,
+            pytest.raises(BudgetExceeded) as refused,
+        ):
+            client.post_message("hi")
+    finally:
+        httpd.shutdown()
+    assert len(seen) == 1
+    assert refused.value.status == 429
+    assert refused.value.retry_after == 19508.0
+
+
+def test_usage_and_budgets_are_methods(alice: ChatHistoryClient) -> None:
+    """CLIENT-1 / COST-3 / COST-4: the caller's usage by day and model; setting a budget without being an
+    administrator is refused (403)."""
+    before = alice.usage()["totals"]["calls"]
+    alice.post_message("count me")
+    report = alice.usage()
+    assert report["user_id"] == "alice"
+    assert report["totals"]["calls"] == before + 1
+    assert [m["model"] for m in report["models"]] == ["standin-model"]
+    with pytest.raises(AuthenticationError) as refused:
+        alice.set_budget("alice", daily_tokens=None)
+    assert (refused.value.status, refused.value.code) == (403, "forbidden")
