@@ -40,12 +40,6 @@ class Limits:
     monthly_tokens: int | None = None
     monthly_micros: int | None = None
 
-    def any(self) -> bool:
-        return any(
-            v is not None
-            for v in (self.daily_tokens, self.daily_micros, self.monthly_tokens, self.monthly_micros)
-        )
-
     def to_view(self) -> dict[str, Any]:
         def usd(micros: int | None) -> str | None:
             return None if micros is None else micros_to_dollars(micros)
