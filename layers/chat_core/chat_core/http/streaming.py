@@ -101,7 +101,9 @@ def serve(
         return Answer(status, outcome.body)
     except ChatError as exc:
         field_name = exc.details.get("field")
-        refused = _error(path, status_for(exc), exc.code, exc.message, str(field_name) if field_name else None)
+        refused = _error(
+            path, status_for(exc), exc.code, exc.message, str(field_name) if field_name else None
+        )
         if isinstance(exc.details.get("retry_after"), int):
             refused.headers["Retry-After"] = str(exc.details["retry_after"])  # COST-4: when it resets
         return refused
