@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from chat_core.http.api import MAX_IDEMPOTENCY_KEY_CHARS
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
 
@@ -46,6 +46,23 @@ class UsageOut(_Out):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+
+
+class CostOut(_Out):
+    """COST-2: integer micro-dollars (null: the model has no price), the same in dollars, and how it was
+    found: `reported` (the provider's usage), `estimated` (the local count) or `unknown`."""
+
+    micros: int | None
+    usd: str | None
+    status: Literal["reported", "estimated", "unknown"]
+
+
+class ConversationCostOut(_Out):
+    """COST-2: what the conversation's replies cost; `unpriced_calls` were of a model without a price."""
+
+    micros: int
+    usd: str
+    unpriced_calls: int
 
 
 class MessageErrorOut(_Out):
@@ -148,6 +165,8 @@ class MessageOut(_Out):
     deleted_at: str | None = None
     #: API-22: what the client kept with an appended message, as given.
     metadata: dict[str, Any] | None = None
+    #: COST-2: what a model's answer cost.
+    cost: CostOut | None = None
 
 
 class ConversationOut(_Out):
@@ -163,6 +182,7 @@ class ConversationOut(_Out):
     message_count: int
     usage: UsageOut
     local_usage: UsageOut
+    cost: ConversationCostOut
     turn_count: int
     pinned_message_ids: list[str]
     pending_tool_calls: list[PendingToolCallOut]
@@ -233,6 +253,81 @@ class DeletedOut(_Out):
 
     conversation_id: str
     deleted: list[MessageOut]
+
+
+class AmountOut(_Out):
+    micros: int
+    usd: str
+
+
+class UsageRowOut(_Out):
+    """COST-3: calls, tokens and cost of one model (or of all, in totals)."""
+
+    model: str | None = None
+    calls: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    total_tokens: int
+    cost: AmountOut
+    unpriced_calls: int
+    estimated_calls: int
+
+
+class UsageDayOut(_Out):
+    date: str
+    models: list[UsageRowOut]
+    totals: UsageRowOut
+
+
+class LimitsOut(_Out):
+    """COST-4: limits in effect; null is no limit."""
+
+    daily_tokens: int | None
+    daily_usd: str | None
+    monthly_tokens: int | None
+    monthly_usd: str | None
+
+
+class SpentOut(AmountOut):
+    tokens: int
+
+
+class ReachedOut(_Out):
+    window: Literal["daily", "monthly"]
+    limit: Literal["tokens", "cost"]
+
+
+class BudgetOut(_Out):
+    limits: LimitsOut
+    today: SpentOut
+    this_month: SpentOut
+    daily_resets_at: str
+    monthly_resets_at: str
+    over: bool
+    reached: list[ReachedOut]
+
+
+class UsageReportOut(_Out):
+    """COST-3: GET /usage: the user's days by model, the range's totals, the budget as it stands."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    user_id: str
+    from_: str = Field(alias="from")
+    to: str
+    days: list[UsageDayOut]
+    models: list[UsageRowOut]
+    totals: UsageRowOut
+    budget: BudgetOut
+
+
+class BudgetSetOut(_Out):
+    """COST-4: PUT /budgets/{user_id}; `warning` when budgets are not enforced in this deployment."""
+
+    user_id: str
+    budget: BudgetOut
+    warning: str | None = None
 
 
 class WindowOut(_Out):
@@ -424,7 +519,7 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /messages": RouteDoc(
         201,
         PostMessageOut,
-        (*_WRITE, 502),
+        (*_WRITE, 429, 502),
         also={502: PostMessageOut, 503: ReplyNotStoredOut},
         parameters=(_IDEMPOTENCY_KEY,),
     ),
@@ -441,14 +536,14 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /conversations/{conversation_id}/messages/{message_id}/edit": RouteDoc(
         201,
         PostMessageOut,
-        (*_WRITE, 502),
+        (*_WRITE, 429, 502),
         also={502: PostMessageOut, 503: ReplyNotStoredOut},
         parameters=(_IDEMPOTENCY_KEY,),
     ),
     "POST /conversations/{conversation_id}/messages/{message_id}/regenerate": RouteDoc(
         201,
         PostMessageOut,
-        (*_WRITE, 502),
+        (*_WRITE, 429, 502),
         also={502: PostMessageOut, 503: ReplyNotStoredOut},
         parameters=(_IDEMPOTENCY_KEY,),
     ),
@@ -464,12 +559,15 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /v1/chat/completions": RouteDoc(
         200,
         ChatCompletionOut,
-        (400, 401, 404, 409, 413, 415, 502, 503),
+        (400, 401, 404, 409, 413, 415, 429, 502, 503),
         parameters=(_IDEMPOTENCY_KEY, _CONVERSATION_HEADER),
         headers=_CONVERSATION_OUT,
         error_model=OpenAIErrorOut,
     ),
     "GET /v1/models": RouteDoc(200, ModelListOut, (401,), error_model=OpenAIErrorOut),
+    # Costs and budgets (COST-3, COST-4).
+    "GET /usage": RouteDoc(200, UsageReportOut, (400, 401, 403, 422, 503)),
+    "PUT /budgets/{user_id}": RouteDoc(200, BudgetSetOut, (400, 401, 403, 404, 413, 415, 422, 503)),
     # Dialogue memory (seed 004).
     "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
         201, AddEntriesOut, _WRITE, also={200: AddEntriesOut}
@@ -492,12 +590,15 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
 _ERROR_TEXT: Final = {
     400: "Bad input: malformed JSON, a bad cursor or header",
     401: "No caller identity (JWT `sub`, or X-User-Id on the local server)",
+    403: "Only an administrator (ADMIN_GROUP) may read or set another user's usage and budget",
     404: "Not found, or not the caller's (isolation answers 404, never 403)",
     405: "Method not allowed on this path",
     409: "Conflict: busy conversation (retry after Retry-After), key in progress, world not empty",
     413: "Request body over the route's size limit",
     415: "The body must be application/json",
     422: "Validation error: the body or a parameter is out of its documented bounds",
+    429: "budget_exceeded (COST-4): the caller reached a budget; nothing was stored; Retry-After is when "
+    "the window resets",
     502: "The model provider failed; the turn is stored with an error reply (same body as 201)",
     503: "The database is busy or unreachable after retries; retry after Retry-After (on POST /messages, "
     "reply_not_stored: the model answered but its reply could not be saved; the body carries it)",
@@ -529,8 +630,8 @@ def _json(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _error(status: int, error_ref: Mapping[str, Any]) -> dict[str, Any]:
     response: dict[str, Any] = {"description": _ERROR_TEXT.get(status, "Error"), "content": _json(error_ref)}
-    if status in (409, 503):
-        response["headers"] = {"Retry-After": {**_RETRY_AFTER, "required": status == 503}}
+    if status in (409, 429, 503):
+        response["headers"] = {"Retry-After": {**_RETRY_AFTER, "required": status in (429, 503)}}
     return response
 
 

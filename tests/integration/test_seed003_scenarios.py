@@ -56,8 +56,8 @@ def test_record_successful_chat_messages_with_usage(standin_llm: OpenAIStandin) 
     assert set(user) == USER_FIELDS
     assert user["parent_id"] is None
     assert assistant["parent_id"] == user["message_id"]
-    # (API-10: a model's answer also says how it ended)
-    assert set(assistant) == ASSISTANT_FIELDS | {"finish_reason", "completion_id"}
+    # (API-10: a model's answer also says how it ended; COST-2: and what it cost)
+    assert set(assistant) == ASSISTANT_FIELDS | {"finish_reason", "completion_id", "cost"}
     assert assistant["finish_reason"] == "stop"
     assert assistant["status"] == "ok"
     assert assistant["model"] == sent["model"] == "gpt-4o-mini"

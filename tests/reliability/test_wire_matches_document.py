@@ -315,6 +315,14 @@ def test_every_answer_of_every_route_is_documented(
     assert read.json()["messages"][0]["metadata"] == {"id": "u1"}
     assert client.get("/conversation-keys/no-such-key").status_code == 404
     assert client.post("/conversations", json={"key": "wire-key"}).status_code == 409
+    # Usage and budgets (COST-3, COST-4): the caller's own; another user's and setting one are admins'.
+    usage = client.get("/usage")
+    assert usage.status_code == 200
+    assert usage.json()["totals"]["calls"] >= 1
+    assert client.get("/usage", params={"from": "2026-02-01", "to": "2026-01-01"}).status_code == 400
+    assert client.get("/usage", params={"user": "someone-else"}).status_code == 403
+    assert client.put("/budgets/someone-else", json={"daily_tokens": 10}).status_code == 403
+    assert client.put("/budgets/someone-else", json={"weekly": 10}).status_code == 422
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404
