@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from chat_core.settings import reset_settings
 
 from tests.support.functions import invoke
 
@@ -22,13 +23,20 @@ EXPECTED = {
     "delete_conversation": 404,
     "build_window": 404,
     "update_conversation": 404,
+    "get_usage": 200,
+    # COST-4: the sample caller is in chat-admins, the deployment's administrators here.
+    "set_budget": 200,
 }
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_sample_event_is_answered_by_its_function(chat_service: None, name: str) -> None:
+def test_sample_event_is_answered_by_its_function(
+    chat_service: None, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """STO-1: one API Gateway HTTP API v2 event per function, routed by that function."""
-    # Given the sample event of the function
+    # Given the sample event of the function (in a deployment whose administrators are chat-admins)
+    monkeypatch.setenv("ADMIN_GROUP", "chat-admins")
+    reset_settings()
     event = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
     assert event["version"] == "2.0"
     # When the function is invoked with it on an empty table
