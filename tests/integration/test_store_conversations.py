@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from chat_core.engine.costs import Charge, TokenUse
 from chat_core.store import conversations as store
 from chat_core.store import items
 from chat_core.store.base import TableItem
@@ -45,11 +46,18 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
         tokens=4,
     )
     reply.usage = items.usage_map(1, 2, 3)
-    store.record_reply(conversation, reply, reply.created_at, reported=(1, 2, 3), local=(1, 2))
+    charge = Charge("gpt-4o", TokenUse(prompt=1000, completion=100), 3500, "reported")
+    outcome = store.record_reply(
+        conversation, reply, reply.created_at, reported=(1, 2, 3), local=(1, 2), charge=charge
+    )
     # Then the reply is stored (nothing lost) and the conversation does not come back in the list
+    assert outcome == store.STORED_DELETED
     assert store.read_turn("alice", conversation_id, int(user.seq))[1] is not None
     assert api.listing().body["items"] == []
     assert api.detail(conversation_id).status == 404
+    # And the call it paid for is in the user's usage of that day (COST-3)
+    [day] = api.usage(from_="2025-01-01", to="2025-01-01").body["days"]
+    assert (day["totals"]["calls"], day["totals"]["cost"]["micros"]) == (1, 3500)
 
 
 def test_template_table_serves_the_store_models() -> None:

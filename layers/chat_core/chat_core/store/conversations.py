@@ -18,6 +18,7 @@ from pynamodb.transactions import TransactWrite
 from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
+from chat_core.observability import logger
 from chat_core.store import base, usage
 from chat_core.store.base import TableItem
 from chat_core.store.items import Conversation, EventItem, Message, Summary
@@ -455,7 +456,8 @@ def reply_day(message: Message) -> str:
 
 
 def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], list[tuple[str, Charge]]]:
-    """The reported and local usage, and the charges, that replies stored on their own still owe."""
+    """The reported and local usage, and the charges, that replies stored on their own still owe the
+    conversation's totals (see `unbilled` for what the owner's usage items still lack)."""
     reported, local = [0, 0, 0], [0, 0]
     charges: list[tuple[str, Charge]] = []
     for reply in replies:
@@ -467,6 +469,17 @@ def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], lis
         if isinstance(pending.get("charge"), Mapping):
             charges.append((reply_day(reply), Charge.from_json(pending["charge"])))
     return reported, local, charges
+
+
+def unbilled(replies: Sequence[Message]) -> list[tuple[str, Charge]]:
+    """The charges of replies stored on their own that the owner's usage items do not hold yet (those
+    whose own charge write failed too, see `record_reply`)."""
+    return [
+        (reply_day(reply), Charge.from_json(reply.pending_totals["charge"]))
+        for reply in replies
+        if isinstance((reply.pending_totals or {}).get("charge"), Mapping)
+        and not reply.pending_totals.get("billed")
+    ]
 
 
 def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
@@ -577,7 +590,7 @@ def append_messages(
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
-        *usage.charge_updates(conversation.owner, owed),
+        *usage.charge_updates(conversation.owner, [*unbilled(reconcile), *charges]),
     ]
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
@@ -678,10 +691,13 @@ def record_reply(
         if deadline is None or time.monotonic() + pause >= deadline:
             break
         time.sleep(pause)
+    # COST-3: the owner's usage holds the call now (it was paid for), whatever happens to the totals.
+    billed = charge is not None and _bill_alone(conversation.owner, message, charge)
     if outcome == STORED_ALONE:
         pending: dict[str, Any] = {"reported": list(reported), "local": list(local)}
         if charge is not None:
             pending["charge"] = charge.to_json()
+            pending["billed"] = billed
         if not isinstance(open_turn, _Keep):
             pending["open_turn"] = dict(open_turn) if open_turn is not None else None
         message.pending_totals = pending
@@ -692,6 +708,24 @@ def record_reply(
             return outcome
         raise ReplySlotTaken(str(exc.reasons)) from exc
     return outcome
+
+
+def _bill_alone(owner: str, message: Message, charge: Charge) -> bool:
+    """Add a reply's charge to its owner's usage in a transaction of its own (its ClientRequestToken makes
+    botocore's resend of a lost answer count once): for a reply stored alone. One attempt and one retry
+    of a conflict; False when it could not be written (the next post of a live conversation adds it)."""
+    writes = usage.charge_updates(owner, [(reply_day(message), charge)])
+    for attempt in range(2):
+        try:
+            _transact(writes, request_token(message.pk, message.sk, "bill", attempt))
+            return True
+        except _Cancelled:
+            time.sleep(base.contention_backoff(attempt + 1))
+        except StoreUnavailable as exc:
+            logger.warning("usage of a reply stored alone not recorded", error=exc.message)
+            return False
+    logger.warning("usage of a reply stored alone not recorded: its usage item stayed busy")
+    return False
 
 
 class PinConflict(Exception):
