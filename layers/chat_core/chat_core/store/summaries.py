@@ -89,8 +89,9 @@ def save_summary(
     """Store `summary` if the stored one still covers exactly `previous_to_seq` (None = no summary yet).
 
     The summarizer runs in the background: it writes only its own item and never conditions on the
-    conversation item, which every post updates, so it can never cancel a post's transaction. Whether
-    the conversation is still live is checked after the write instead: if it was deleted or purged
+    conversation item, which every post updates, so it never fails a post's first transaction (its
+    charge to the owner's usage item may meet a reply's transaction, which retries it). Whether the
+    conversation is still live is checked after the write instead: if it was deleted or purged
     meanwhile, the summary just written is removed again (no summary is left behind in a purged
     partition: the purge deletes what it finds, and this check runs after our write landed).
 
