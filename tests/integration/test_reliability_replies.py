@@ -97,8 +97,6 @@ def test_a_reply_is_stored_alone_when_the_conversation_stays_contended(
     stored = api.detail(conversation_id).body["messages"]
     assert stored[-1]["message_id"] == answer.body["assistant_message"]["message_id"]
     assert stored[-1]["content"] == answer.body["assistant_message"]["content"]
-    # And the user's usage holds the call at once (COST-3: it was paid for), the totals wait
-    assert api.usage().body["totals"]["calls"] == 2
     # When the next post lands
     if next_post == "reserved slots":
         faults.fail("TransactWriteItems", "TransactionCanceled:ConditionalCheckFailed", times=1)

@@ -30,6 +30,7 @@ from chat_core.store import conversations as store
 from chat_core.store import sizes, summaries, tree
 from chat_core.store.base import contention_backoff
 from chat_core.store.items import Conversation, Message, usage_map
+from chat_core.store.usage import reply_day
 
 if TYPE_CHECKING:
     from chat_core.http.schemas import AppendMessagesIn
@@ -149,7 +150,7 @@ _DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
 def _charges(messages: Sequence[Message]) -> list[tuple[str, Charge]]:
     """COST-2/COST-3: what appended answers with a reported usage cost, by the day they count for."""
     return [
-        (store.reply_day(m), prices.charge_of(m))
+        (reply_day(m), prices.charge_of(m))
         for m in messages
         if m.role == "assistant" and m.cost_status is not None
     ]

@@ -450,14 +450,9 @@ def _totals_actions(
     return actions
 
 
-def reply_day(message: Message) -> str:
-    """The UTC day a reply's usage counts for (COST-3): the day it was created."""
-    return str(message.created_at)[:10]
-
-
 def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], list[tuple[str, Charge]]]:
     """The reported and local usage, and the charges, that replies stored on their own still owe the
-    conversation's totals (see `unbilled` for what the owner's usage items still lack)."""
+    conversation's totals and (the charges) the owner's usage items."""
     reported, local = [0, 0, 0], [0, 0]
     charges: list[tuple[str, Charge]] = []
     for reply in replies:
@@ -467,19 +462,8 @@ def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], lis
         for i, value in enumerate(pending.get("local") or (0, 0)):
             local[i] += int(value)
         if isinstance(pending.get("charge"), Mapping):
-            charges.append((reply_day(reply), Charge.from_json(pending["charge"])))
+            charges.append((usage.reply_day(reply), Charge.from_json(pending["charge"])))
     return reported, local, charges
-
-
-def unbilled(replies: Sequence[Message]) -> list[tuple[str, Charge]]:
-    """The charges of replies stored on their own that the owner's usage items do not hold yet (those
-    whose own charge write failed too, see `record_reply`)."""
-    return [
-        (reply_day(reply), Charge.from_json(reply.pending_totals["charge"]))
-        for reply in replies
-        if isinstance((reply.pending_totals or {}).get("charge"), Mapping)
-        and not reply.pending_totals.get("billed")
-    ]
 
 
 def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
@@ -590,7 +574,7 @@ def append_messages(
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
-        *usage.charge_updates(conversation.owner, [*unbilled(reconcile), *charges]),
+        *usage.charge_updates(conversation.owner, owed),
     ]
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
@@ -650,7 +634,7 @@ def record_reply(
     STORED_DELETED; raises ReplySlotTaken or StoreUnavailable only when the reply could not be stored.
     """
     target = Conversation(conversation.pk, conversation.sk)
-    charges = [(reply_day(message), charge)] if charge is not None else []
+    charges = [(usage.reply_day(message), charge)] if charge is not None else []
     core: list[_Item] = [
         ("put", message, _NEW, None),
         (
@@ -691,13 +675,10 @@ def record_reply(
         if deadline is None or time.monotonic() + pause >= deadline:
             break
         time.sleep(pause)
-    # COST-3: the owner's usage holds the call now (it was paid for), whatever happens to the totals.
-    billed = charge is not None and _bill_alone(conversation.owner, message, charge)
     if outcome == STORED_ALONE:
         pending: dict[str, Any] = {"reported": list(reported), "local": list(local)}
         if charge is not None:
             pending["charge"] = charge.to_json()
-            pending["billed"] = billed
         if not isinstance(open_turn, _Keep):
             pending["open_turn"] = dict(open_turn) if open_turn is not None else None
         message.pending_totals = pending
@@ -707,25 +688,27 @@ def record_reply(
         if _committed(message):
             return outcome
         raise ReplySlotTaken(str(exc.reasons)) from exc
+    if outcome == STORED_DELETED and charge is not None:
+        # COST-3: no later post folds anything into a deleted conversation; the call was paid for.
+        _bill_alone(conversation.owner, message, charge)
     return outcome
 
 
-def _bill_alone(owner: str, message: Message, charge: Charge) -> bool:
-    """Add a reply's charge to its owner's usage in a transaction of its own (its ClientRequestToken makes
-    botocore's resend of a lost answer count once): for a reply stored alone. One attempt and one retry
-    of a conflict; False when it could not be written (the next post of a live conversation adds it)."""
-    writes = usage.charge_updates(owner, [(reply_day(message), charge)])
+def _bill_alone(owner: str, message: Message, charge: Charge) -> None:
+    """Add the charge of a reply stored after its conversation was deleted to the owner's usage, in a
+    transaction of its own (its ClientRequestToken makes botocore's resend of a lost answer count once).
+    Best effort: one retry of a conflict, then a warning."""
+    writes = usage.charge_updates(owner, [(usage.reply_day(message), charge)])
     for attempt in range(2):
         try:
             _transact(writes, request_token(message.pk, message.sk, "bill", attempt))
-            return True
+            return
         except _Cancelled:
             time.sleep(base.contention_backoff(attempt + 1))
         except StoreUnavailable as exc:
-            logger.warning("usage of a reply stored alone not recorded", error=exc.message)
-            return False
-    logger.warning("usage of a reply stored alone not recorded: its usage item stayed busy")
-    return False
+            logger.warning("usage of a reply to a deleted conversation not recorded", error=exc.message)
+            return
+    logger.warning("usage of a reply to a deleted conversation not recorded: its usage item stayed busy")
 
 
 class PinConflict(Exception):

@@ -26,10 +26,10 @@ from chat_core.store.conversations import (
     _event_puts,
     _Item,
     _open_turn_actions,
+    _pending_sums,
     _reconcile,
     _write,
     get_conversation,
-    unbilled,
 )
 from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import listing_sk
@@ -167,7 +167,7 @@ def put_reserved(
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
             *(("put", link, None, None) for link in links),
-            *usage.charge_updates(conversation.owner, unbilled(reconcile)),
+            *usage.charge_updates(conversation.owner, _pending_sums(reconcile)[2]),
         ]
         try:
             _write(core, event_puts, f"{conversation.pk}|reserved|{messages[0].message_id}|{attempt}")

@@ -17,7 +17,7 @@ from pynamodb.exceptions import PynamoDBException
 from chat_core.engine.costs import ESTIMATED, Charge
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.items import BudgetItem, UsageDay
+from chat_core.store.items import BudgetItem, Message, UsageDay
 from chat_core.store.keys import LIMITS_SK, USAGE_DAY_PREFIX, usage_pk
 
 #: ("update", item, condition, actions): an entry of a TransactWrite (see conversations._transact).
@@ -47,6 +47,11 @@ class _Sum:
             self.cost += charge.cost_micros
         if charge.status == ESTIMATED:
             self.estimated += 1
+
+
+def reply_day(message: Message) -> str:
+    """The UTC day a reply's usage counts for: the day it was created."""
+    return str(message.created_at)[:10]
 
 
 def charge_updates(owner: str, charges: Iterable[tuple[str, Charge]]) -> list[UsageWrite]:
