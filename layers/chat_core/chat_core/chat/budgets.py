@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -68,18 +68,10 @@ def default_limits(settings: Settings) -> Limits:
 def limits_for(settings: Settings, item: BudgetItem | None) -> Limits:
     """The defaults, with what an administrator set for this user over them (stored as the request
     wrote it: tokens as integers, costs as integer micro-dollars under `*_micros`)."""
-    limits = default_limits(settings)
     given: Mapping[str, Any] = item.limits if item is not None and isinstance(item.limits, Mapping) else {}
-    values = {
-        "daily_tokens": limits.daily_tokens,
-        "daily_micros": limits.daily_micros,
-        "monthly_tokens": limits.monthly_tokens,
-        "monthly_micros": limits.monthly_micros,
-    }
-    for key in values:
-        if key in given:
-            values[key] = None if given[key] is None else int(given[key])
-    return Limits(**values)
+    names = {f.name for f in fields(Limits)}
+    overrides = {k: None if v is None else int(v) for k, v in given.items() if k in names}
+    return replace(default_limits(settings), **overrides)
 
 
 def day_of(now: datetime) -> str:
