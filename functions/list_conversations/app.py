@@ -20,8 +20,9 @@ app = build_app()
 def list_conversations(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
+    q: Annotated[str | None, Query(max_length=200, description="Words the title must contain")] = None,
 ) -> Response[Any]:
-    return json_response(200, reads.list_conversations(caller(app), limit=limit, cursor=cursor))
+    return json_response(200, reads.list_conversations(caller(app), limit=limit, cursor=cursor, query=q))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -335,6 +335,9 @@ class WindowOut(_Out):
     #: API-11: what the model call would carry besides the messages (tools, temperature, ...).
     settings: dict[str, Any]
     stats: dict[str, Any]
+    #: WIN-6: `entries` (each stored message the window could use: tokens, state, reason, pinned,
+    #: tool_group, preview) and `budget` (context_length, reserve_tokens, token_budget, tokens_used).
+    inspect: dict[str, Any]
 
 
 class EntryOut(_Out):
@@ -371,6 +374,33 @@ class HistoryOut(_Out):
     primary: list[EntryOut]
     ancillary: list[EntryOut]
     ancillary_dialogues: list[str]
+
+
+class WorldOut(_Out):
+    world_id: str
+    dialogues: int
+    created_at: str
+
+
+class WorldsOut(_Out):
+    """DLG-2: GET /worlds: the caller's worlds by id; `next_cursor` is the last id when more remain."""
+
+    items: list[WorldOut]
+    next_cursor: str | None
+
+
+class DialogueOut(_Out):
+    dialogue_id: str
+    participants: list[str]
+    created_at: str
+
+
+class DialoguesOut(_Out):
+    """DLG-2: GET /worlds/{world_id}/dialogues: the world's dialogues by id."""
+
+    world_id: str
+    items: list[DialogueOut]
+    next_cursor: str | None
 
 
 class PromptMessageOut(_Out):
@@ -573,6 +603,8 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
         201, AddEntriesOut, _WRITE, also={200: AddEntriesOut}
     ),
     "GET /worlds/{world_id}/history": RouteDoc(200, HistoryOut, _READ),
+    "GET /worlds": RouteDoc(200, WorldsOut, _READ),
+    "GET /worlds/{world_id}/dialogues": RouteDoc(200, DialoguesOut, _READ),
     "POST /worlds/{world_id}/prompt": RouteDoc(200, PromptOut, _WRITE),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
     "POST /worlds/{world_id}/import": RouteDoc(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from chat_core.chat import paths, summary_window
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
+from chat_core.chat.inspector import inspect_window
 from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
 from chat_core.chat.rules import check_id, check_parts, not_found
 from chat_core.engine import tokens
@@ -207,10 +208,17 @@ def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> di
         summary=recent.summary,
         generation=generation,
     ).result
+    inspected = inspect_window(conversation, recent.messages, recent.summary, window, model, generation)
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
     stats["summary"] = summary_window.summary_stats(recent.summary, window)
     stats.update(generation.window_stats())
     # What the model call would carry besides the messages (API-11), the reply size as clamped.
-    return {"messages": window.messages, "settings": generation.options, "stats": stats}
+    return {
+        "messages": window.messages,
+        "settings": generation.options,
+        "stats": stats,
+        # WIN-6: message by message, what the window kept, dropped (and why) or left to the summary.
+        "inspect": inspected,
+    }

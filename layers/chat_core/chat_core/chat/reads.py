@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,7 @@ from chat_core.chat.rules import check_id, not_found
 from chat_core.chat.views import conversation_view
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
+from chat_core.store.items import Conversation
 from chat_core.store.keys import (
     EVENT_SK_PREFIX,
     MESSAGE_SK_PREFIX,
@@ -31,8 +33,15 @@ MESSAGES_SCOPE = "messages"
 EVENTS_SCOPE = "events"
 
 
-def list_conversations(owner: str, *, limit: int, cursor: str | None = None) -> dict[str, Any]:
-    """GET /conversations: live conversations, `updated_at` newest first, one Query on the sparse index."""
+def list_conversations(
+    owner: str, *, limit: int, cursor: str | None = None, query: str | None = None
+) -> dict[str, Any]:
+    """GET /conversations: live conversations, `updated_at` newest first, one Query on the sparse index.
+
+    With `query` (API-23) the index is read in pages of SEARCH_PAGE and titles containing every word
+    of it (case- and accent-insensitive) are kept; one request reads at most SEARCH_MAX_PAGES pages, so
+    a page of results may be short with a `next_cursor` that goes on searching.
+    """
     prefix = conversation_pk(owner, "")
 
     def mine(key: Mapping[str, str]) -> bool:
@@ -45,11 +54,54 @@ def list_conversations(owner: str, *, limit: int, cursor: str | None = None) -> 
         )
 
     start = decode_cursor(owner, LIST_SCOPE, cursor, mine) if cursor is not None else None
-    page = store.page_conversations(owner, limit, start)
     metrics.add_metric(name="ConversationsListed", unit=MetricUnit.Count, value=1)
+    if query is not None and _words(query):
+        found, last_key = _search(owner, limit, start, _words(query))
+    else:
+        page = store.page_conversations(owner, limit, start)
+        found, last_key = page.items, page.last_key
     return {
-        "items": [conversation_view(c) for c in page.items],
-        "next_cursor": encode_cursor(owner, LIST_SCOPE, page.last_key) if page.last_key else None,
+        "items": [conversation_view(c) for c in found],
+        "next_cursor": encode_cursor(owner, LIST_SCOPE, last_key) if last_key else None,
+    }
+
+
+SEARCH_PAGE = 100
+SEARCH_MAX_PAGES = 10
+
+
+def _words(text: str) -> list[str]:
+    """Text folded for matching: decomposed, accents dropped, casefolded, split into words."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split()
+
+
+def _search(
+    owner: str, limit: int, start: Mapping[str, str] | None, words: list[str]
+) -> tuple[list[Conversation], dict[str, str] | None]:
+    """API-23: newest first, the conversations whose title holds every word; the key to go on from."""
+    found: list[Conversation] = []
+    for _ in range(SEARCH_MAX_PAGES):
+        page = store.page_conversations(owner, SEARCH_PAGE, start)
+        for index, conversation in enumerate(page.items):
+            title = " ".join(_words(conversation.title or ""))
+            if all(word in title for word in words):
+                found.append(conversation)
+                if len(found) == limit:
+                    more = index < len(page.items) - 1 or page.last_key is not None
+                    return found, _listing_key(conversation) if more else None
+        if page.last_key is None:
+            return found, None
+        start = page.last_key
+    return found, dict(start) if start else None
+
+
+def _listing_key(conversation: Conversation) -> dict[str, str]:
+    return {
+        "pk": conversation.pk,
+        "sk": conversation.sk,
+        "gsi1pk": conversation.gsi1pk,
+        "gsi1sk": conversation.gsi1sk,
     }
 
 

@@ -28,6 +28,7 @@ from chat_core.store.keys import (
     SUMMARY_SK,
     conversation_name_pk,
     conversation_pk,
+    escape_owner,
     event_sk,
     link_sk,
     listing_sk,
@@ -350,6 +351,22 @@ class DialogueMetaItem(TableItem, discriminator="dialogue"):
         return f"{world_prefix(owner, world_id)}#DLG#{dialogue_id}"
 
     SK: Final = "~META"
+
+
+class WorldItem(TableItem, discriminator="world"):
+    """DLG-2: one per world of an owner (written with its first dialogue): the owner's worlds in one Query."""
+
+    world_id = UnicodeAttribute()
+    dialogue_count = NumberAttribute(default=0)
+    created_at = UnicodeAttribute()
+
+    @classmethod
+    def pk_for(cls, owner: str) -> str:
+        return f"USER#{escape_owner(owner)}#WORLDS"
+
+    @classmethod
+    def sk_for(cls, world_id: str) -> str:
+        return f"W#{world_id}"
 
 
 class WorldDialogueItem(TableItem, discriminator="world_dialogue"):

@@ -1,0 +1,131 @@
+"""WIN-6: what a window did with each message it could choose from, for the console's inspector.
+
+The window route answers the messages it would send; this says, message by message, which stored
+messages were kept, dropped (with the engine's reason), stood for by the summary, or left out as failed
+replies, with each one's stored token count, its pin, and the tool call it travels with. Pure: it reads
+what `assembly.build_window` already has, so the inspector costs no extra DynamoDB call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from chat_core.chat.generation import TurnSettings
+from chat_core.engine.models import model_context
+from chat_core.engine.window import WindowResult, message_text
+from chat_core.store.items import Conversation, Message, Summary
+
+#: Characters of each message's text the inspector carries (the console shows a line per message).
+PREVIEW_CHARS: Final = 160
+
+
+def _preview(message: dict[str, Any]) -> str:
+    text = message_text(message) or ""
+    if not text and message.get("tool_calls"):
+        text = ", ".join(str(c.get("function", {}).get("name", "")) for c in message["tool_calls"])
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _tool_groups(history: Sequence[Message]) -> dict[str, str]:
+    """message_id -> the message_id of the assistant tool call it is kept or dropped with."""
+    owner_of_call: dict[str, str] = {}
+    groups: dict[str, str] = {}
+    for message in history:
+        if message.tool_calls:
+            groups[message.message_id] = message.message_id
+            for call in message.tool_calls:
+                owner_of_call[str(call.get("id"))] = message.message_id
+        elif message.tool_call_id and message.tool_call_id in owner_of_call:
+            groups[message.message_id] = owner_of_call[message.tool_call_id]
+    return groups
+
+
+def _entry(message: Message, state: str, reason: str | None, group: str | None) -> dict[str, Any]:
+    view: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+    if message.tool_calls:
+        view["tool_calls"] = list(message.tool_calls)
+    return {
+        "message_id": message.message_id,
+        "seq": int(message.seq),
+        "role": message.role,
+        "tokens": int(message.tokens or 0),
+        "state": state,
+        "reason": reason,
+        "pinned": bool(message.pinned),
+        "tool_group": group,
+        "preview": _preview(view),
+    }
+
+
+def inspect_window(
+    conversation: Conversation,
+    history: Sequence[Message],
+    summary: Summary | None,
+    window: WindowResult,
+    model: str,
+    generation: TurnSettings,
+) -> dict[str, Any]:
+    """Per message: `state` kept / dropped / summarised / failed / pinned_kept, plus the budget line.
+
+    `entries` are oldest first: the system prompt, the stored messages the window read (pinned
+    copies from the conversation item included) and the message being sent (`current`).
+    """
+    dropped = {d.ref: d.reason for d in window.stats.dropped}
+    covered = int(summary.to_seq) if summary is not None else 0
+    groups = _tool_groups(history)
+    entries: list[dict[str, Any]] = []
+    if conversation.system_prompt:
+        entries.append(
+            {
+                "message_id": None,
+                "seq": 0,
+                "role": "system",
+                "tokens": int(conversation.system_tokens or 0),
+                "state": "kept",
+                "reason": "system prompt (always kept)",
+                "pinned": False,
+                "tool_group": None,
+                "preview": _preview({"content": conversation.system_prompt}),
+            }
+        )
+    seen = {m.message_id for m in history}
+    for pin in sorted(conversation.pinned or [], key=lambda e: int(e.get("seq", 0))):
+        if pin.get("message_id") in seen:
+            continue
+        ref = str(pin["message_id"])
+        entries.append(
+            {
+                "message_id": ref,
+                "seq": int(pin.get("seq", 0)),
+                "role": pin["role"],
+                "tokens": int(pin.get("tokens") or 0),
+                "state": "dropped" if ref in dropped else "kept",
+                "reason": dropped.get(ref, "pinned"),
+                "pinned": True,
+                "tool_group": None,
+                "preview": _preview({"content": pin.get("content") or ""}),
+            }
+        )
+    for message in history:
+        group = groups.get(message.message_id)
+        if message.status != "ok":
+            entries.append(_entry(message, "failed", f"reply {message.status}: never sent", group))
+        elif int(message.seq) <= covered:
+            entries.append(_entry(message, "summarised", f"in the summary of messages 1–{covered}", group))
+        elif message.message_id in dropped:
+            entries.append(_entry(message, "dropped", dropped[message.message_id], group))
+        else:
+            entries.append(_entry(message, "kept", "pinned" if message.pinned else None, group))
+    entries.sort(key=lambda e: e["seq"])
+    limits = model_context(model)
+    reserve = generation.reply_tokens if generation.reply_tokens is not None else limits.reserve_tokens
+    return {
+        "entries": entries,
+        "budget": {
+            "context_length": limits.context_length,
+            "reserve_tokens": reserve,
+            "token_budget": window.stats.token_budget,
+            "tokens_used": window.stats.tokens_used,
+        },
+    }
