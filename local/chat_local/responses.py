@@ -336,7 +336,8 @@ class WindowOut(_Out):
     settings: dict[str, Any]
     stats: dict[str, Any]
     #: WIN-6: `entries` (each stored message the window could use: tokens, state, reason, pinned,
-    #: tool_group, preview) and `budget` (context_length, reserve_tokens, token_budget, tokens_used).
+    #: tool_group, preview), `summary` (from_seq, to_seq, tokens, text, included) and `budget`
+    #: (context_length, reserve_tokens, token_budget, tokens_used).
     inspect: dict[str, Any]
 
 
@@ -364,6 +365,11 @@ class AddEntriesOut(_Out):
     duplicates: int
 
 
+class HistoryEntryOut(EntryOut):
+    #: DLG-2: the entry's tick on the default calendar (RimWorld), e.g. "5th of Aprimay, 5500, 0h".
+    game_time: str
+
+
 class HistoryOut(_Out):
     """Seed 004 HistoricalContext: `primary` (exactly these participants) and `ancillary`."""
 
@@ -371,8 +377,8 @@ class HistoryOut(_Out):
     limit: int
     participants: list[str]
     dialogue_id: str
-    primary: list[EntryOut]
-    ancillary: list[EntryOut]
+    primary: list[HistoryEntryOut]
+    ancillary: list[HistoryEntryOut]
     ancillary_dialogues: list[str]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from chat_core.chat.generation import TurnSettings
+from chat_core.chat.summary_window import SUMMARY_REF
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
 from chat_core.store.items import Conversation, Message, Summary
@@ -66,7 +67,8 @@ def inspect_window(
     model: str,
     generation: TurnSettings,
 ) -> dict[str, Any]:
-    """Per message: `state` kept / dropped / summarised / failed / pinned_kept, plus the budget line.
+    """Per message: `state` kept / dropped / summarised / failed; the summary (its text and range) and
+    the budget line.
 
     `entries` are oldest first: the system prompt, the stored messages the window read (pinned
     copies from the conversation item included) and the message being sent (`current`).
@@ -120,8 +122,18 @@ def inspect_window(
     entries.sort(key=lambda e: e["seq"])
     limits = model_context(model)
     reserve = generation.reply_tokens if generation.reply_tokens is not None else limits.reserve_tokens
+    carried = None
+    if summary is not None:
+        carried = {
+            "from_seq": int(summary.from_seq),
+            "to_seq": covered,
+            "tokens": int(summary.tokens),
+            "text": summary.text,
+            "included": not any(d.ref == SUMMARY_REF for d in window.stats.dropped),
+        }
     return {
         "entries": entries,
+        "summary": carried,
         "budget": {
             "context_length": limits.context_length,
             "reserve_tokens": reserve,

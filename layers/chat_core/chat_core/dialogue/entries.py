@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from chat_core.dialogue.gametime import check_tick
+from chat_core.dialogue.gametime import check_tick, format_tick
 from chat_core.errors import (
     Conflict,
     DialogueNotFound,
@@ -246,10 +246,15 @@ class HistoricalContext:
         return {
             "participants": list(self.participants),
             "dialogue_id": self.dialogue_id,
-            "primary": [e.to_dict() for e in self.primary],
-            "ancillary": [e.to_dict() for e in self.ancillary],
+            "primary": [_labelled(e) for e in self.primary],
+            "ancillary": [_labelled(e) for e in self.ancillary],
             "ancillary_dialogues": list(self.ancillary_dialogues),
         }
+
+
+def _labelled(entry: EntryRecord) -> dict[str, Any]:
+    """An entry as history answers it: with `game_time`, its tick on the default calendar (DLG-2)."""
+    return {**entry.to_dict(), "game_time": format_tick(entry.game_tick)}
 
 
 def get_dialogue_entries(
