@@ -203,7 +203,7 @@ function reloadConversations() {
 
 async function loadMoreConversations() {
   const list = state.conversations;
-  if (list.loading || list.done) return;
+  if (!state.identity || list.loading || list.done) return;
   list.loading = true;
   const generation = list.generation;
   $("conv-more").textContent = "Loading…";
@@ -246,7 +246,10 @@ function conversationRow(conversation) {
         type: "button",
         class: "open",
         "aria-current": current ? "true" : "false",
-        onclick: () => openConversation(conversation.conversation_id).catch(fail),
+        onclick: () => {
+          showAlert("");
+          openConversation(conversation.conversation_id).catch(fail);
+        },
       },
       conversation.title || "(untitled)",
       el("small", { text: `${num(conversation.message_count)} messages · ${when(conversation.updated_at)}` }),
@@ -309,7 +312,6 @@ function closeConversation() {
 // ------------------------------------------------------------------ chat (CON-3)
 
 async function openConversation(id) {
-  showAlert("");
   let messages = [];
   let cursor = null;
   let conversation = null;
@@ -416,7 +418,19 @@ function messageItem(message, results) {
   const branch = branchControl(message);
   if (branch) actions.append(branch);
   const error = message.error
-    ? el("div", { class: "error", text: `The model failed: ${message.error.message || JSON.stringify(message.error)}` })
+    ? el(
+        "div",
+        { class: "error" },
+        el("div", { text: `The model failed: ${message.error.message || "no message"}` }),
+        message.error.provider_response
+          ? el(
+              "details",
+              {},
+              el("summary", { text: "The provider's response" }),
+              el("pre", { text: JSON.stringify(message.error.provider_response, null, 2) }),
+            )
+          : null,
+      )
     : null;
   const text = message.content || message.refusal || "";
   return el(
@@ -579,6 +593,15 @@ async function send(event) {
 
 // ------------------------------------------------------------------ window inspector (CON-4)
 
+// The engine's drop reasons (engine/window.py) in words; the code stays visible beside them.
+const REASONS = {
+  max_messages: "over the window's message cap (max_messages)",
+  max_chars: "over the window's character cap (max_chars)",
+  token_budget: "no room left in the token budget (token_budget)",
+  orphan_tool_result: "a tool result whose call is not in the window (orphan_tool_result)",
+  incomplete_tool_call: "a tool call whose results are not all there (incomplete_tool_call)",
+};
+
 function setInspecting(on) {
   state.inspecting = on;
   $("inspector").hidden = !on;
@@ -636,7 +659,7 @@ function renderInspector(window_) {
         pin,
       ),
       el("div", { class: "bar", role: "img", "aria-label": `${entry.tokens} tokens` }, el("span", { style: { width: `${width}%` } })),
-      entry.reason ? el("div", { class: "reason hint", text: `why: ${entry.reason}` }) : null,
+      entry.reason ? el("div", { class: "reason hint", text: `why: ${REASONS[entry.reason] || entry.reason}` }) : null,
       el("div", { class: "preview", text: entry.preview }),
     );
   });

@@ -340,6 +340,7 @@ def _count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> N
     tx.update(
         WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)),
         actions=[
+            TableItem.item_type.set(WorldItem),
             WorldItem.world_id.set(world_id),
             WorldItem.created_at.set(WorldItem.created_at | now),
             WorldItem.dialogue_count.add(1),
