@@ -207,9 +207,11 @@ def test_console_is_served_by_the_api_origin_with_a_strict_policy(server: Server
     """CON-1: the page and its two files come from /console with a CSP that allows only this origin."""
     with httpx.Client(base_url=server.url) as client:
         page = client.get("/console")
-        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
         policy = page.headers["content-security-policy"]
-        assert "connect-src 'self'" in policy and "default-src 'none'" in policy
+        assert "connect-src 'self'" in policy
+        assert "default-src 'none'" in policy
         assert client.get("/console/console.js").headers["content-type"].startswith("text/javascript")
         assert client.get("/console/console.css").status_code == 200
         assert client.get("/console/../template.yaml").status_code == 404
@@ -219,7 +221,8 @@ def test_console_is_served_by_the_api_origin_with_a_strict_policy(server: Server
             client.get("/console/console.js").text,
             client.get("/console/console.css").text,
         ):
-            assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
+            assert "http://" not in text.replace("http://www.w3.org", "")
+            assert "https://" not in text
 
 
 def test_sign_in_send_three_messages_and_see_each_reply(console: Console, model: OpenAIStandin) -> None:
@@ -233,7 +236,8 @@ def test_sign_in_send_three_messages_and_see_each_reply(console: Console, model:
     assert len(model.completion_requests) == 3
     assert all(r.json.get("stream") is True for r in model.completion_requests)
     listed = console.find("#conv-list").text
-    assert "Trip plans" in listed and "6 messages" in listed
+    assert "Trip plans" in listed
+    assert "6 messages" in listed
     console.screenshot("console-chat")
 
 
@@ -264,7 +268,8 @@ def test_inspector_shows_a_dropped_message_with_its_reason_and_pinning_keeps_it(
         lambda d: console.entry(first_id).get_attribute("data-state") == "kept", "pinned entry kept"
     )
     pinned = console.entry(first_id)
-    assert "pinned" in pinned.text and "Unpin" in pinned.text
+    assert "pinned" in pinned.text
+    assert "Unpin" in pinned.text
     # The service agrees: the next window sends the pinned message.
     with _api(server, "ines") as api:
         conversation_id = api.get("/conversations?limit=1").json()["items"][0]["conversation_id"]
@@ -320,13 +325,16 @@ def test_a_dialogue_world_shows_primary_and_ancillary_history_and_the_prompt(
     console.find("#history-btn").click()
     console.shown("#world-history")
     primary = console.find("#primary").text
-    assert "Will you join the raid?" in primary and "Only for the loot." in primary
-    assert "tick 60000" in primary and "1h" in primary  # 62,500 ticks: the game-time label's hour
+    assert "Will you join the raid?" in primary
+    assert "Only for the loot." in primary
+    assert "tick 60000" in primary
+    assert "1h" in primary
     assert "Prices are up since the raid." in console.find("#ancillary").text
     console.find("#prompt-btn").click()
     console.until(lambda d: len(console.all("#prompt-out li")) >= 3, "the prompt built")
     prompt = console.find("#prompt-out").text
-    assert "Background" in prompt and "What happened?" in prompt
+    assert "Background" in prompt
+    assert "What happened?" in prompt
 
 
 def test_conversation_list_scrolls_searches_renames_and_deletes(
@@ -345,7 +353,8 @@ def test_conversation_list_scrolls_searches_renames_and_deletes(
     titles = [
         li.find_element(By.CSS_SELECTOR, ".open").text.split("\n")[0] for li in console.all("#conv-list li")
     ]
-    assert titles[0] == "Alpine Café trip" and titles[-1] == "Note 00"  # newest first
+    assert titles[0] == "Alpine Café trip"
+    assert titles[-1] == "Note 00"
 
     console.find("#conv-search").send_keys("alpine cafe")
     console.until(lambda d: len(console.all("#conv-list li")) == 1, "search narrowed")
@@ -365,7 +374,8 @@ def test_conversation_list_scrolls_searches_renames_and_deletes(
     console.until(lambda d: console.find("#chat-title").text == "No conversation open", "closed")
     with _api(server, "dora") as api:
         titles = [c["title"] for c in api.get("/conversations?limit=100").json()["items"]]
-    assert "Alps in June" not in titles and len(titles) == 24
+    assert "Alps in June" not in titles
+    assert len(titles) == 24
 
 
 def test_tool_calls_show_as_collapsible_pairs(console: Console, server: ServerProcess) -> None:
@@ -392,11 +402,13 @@ def test_tool_calls_show_as_collapsible_pairs(console: Console, server: ServerPr
     console.sign_in("tess")
     console.find("#conv-list li .open").click()
     pair = console.shown("#messages details.tool")
-    assert "get_weather" in pair.text and pair.get_attribute("open") is None
+    assert "get_weather" in pair.text
+    assert pair.get_attribute("open") is None
     assert not console.driver.find_element(By.XPATH, "//details//pre[contains(., 'snowing')]").is_displayed()
     pair.find_element(By.TAG_NAME, "summary").click()
     console.until(lambda d: pair.get_attribute("open") is not None, "pair opened")
-    assert "4°C and snowing" in pair.text and '{"city":"Oslo"}' in pair.text
+    assert "4°C and snowing" in pair.text
+    assert '{"city":"Oslo"}' in pair.text
     assert len(console.all("#messages li.msg.tool")) == 0  # the result sits inside its pair
 
 
@@ -452,13 +464,16 @@ def test_turn_log_and_usage_chart(console: Console) -> None:
     console.view("turns")
     console.until(lambda d: "Turn 1" in console.find("#turns").text, "turn 1 listed")
     turns = console.find("#turns").text
-    assert "ok" in turns and "tokens" in turns and "ms" in turns
+    assert "ok" in turns
+    assert "tokens" in turns
+    assert "ms" in turns
     console.view("usage")
     console.until(lambda d: "model calls" in console.find("#usage-totals").text, "usage totals")
     assert "1 model calls" in console.find("#usage-totals").text
     bars = console.all("#usage-chart .day")
     assert len(bars) == 30
-    assert bars[-1].size["height"] > 0 and all(b.size["height"] <= 1 for b in bars[:-1])
+    assert bars[-1].size["height"] > 0
+    assert all(b.size["height"] <= 1 for b in bars[:-1])
 
 
 def test_phone_width_and_labels(console: Console) -> None:
