@@ -29,7 +29,7 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
         assert key in routes, key
         assert routes[key].module_file.is_file()
     # One function per operation: a function serves several routes only as one operation's ways in
-    # (API-21: create by key, read by key).
+    # (API-21: create by key, read by key; CON-1: the console page and its files).
     by_function: dict[str, set[str]] = {}
     for key, function in routes.items():
         by_function.setdefault(function.logical_id, set()).add(key)
@@ -37,6 +37,7 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
     assert shared == {
         "CreateConversationFunction": {"POST /conversations", "PUT /conversation-keys/{key}"},
         "GetConversationFunction": {"GET /conversations/{conversation_id}", "GET /conversation-keys/{key}"},
+        "ServeConsoleFunction": {"GET /console", "GET /console/{file+}"},
     }
 
 

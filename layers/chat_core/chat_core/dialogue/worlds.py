@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from chat_core.store import dialogues as store
+from chat_core.store import worlds as store
 from chat_core.store.dialogues import validate_dialogue_id, validate_world_id
 
 MAX_PAGE: Final = 100

@@ -44,9 +44,9 @@ from chat_core.store.items import (
     ParticipantDialogueItem,
     ParticipantStatsItem,
     WorldDialogueItem,
-    WorldItem,
 )
 from chat_core.store.keys import entry_sk
+from chat_core.store.worlds import count_in_world
 
 MAX_PARTICIPANTS: Final = 32  # one start writes 2 + 2n items; a transaction holds at most 100
 MAX_PARTICIPANT_ID_CHARS: Final = 64
@@ -310,7 +310,7 @@ def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) ->
                     created_at=now,
                 )
             )
-            _count_in_world(tx, owner, world_id, now)
+            count_in_world(tx, owner, world_id, now)
             for p in participants:
                 pk = ParticipantDialogueItem.pk_for(owner, world_id, p)
                 tx.save(
@@ -333,58 +333,6 @@ def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) ->
             return False
         raise _unavailable(exc, "creating a dialogue") from exc
     return True
-
-
-def _count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> None:
-    """DLG-2: the owner's world item (created with the world's first dialogue) counts its dialogues."""
-    tx.update(
-        WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)),
-        actions=[
-            TableItem.item_type.set(WorldItem),
-            WorldItem.world_id.set(world_id),
-            WorldItem.created_at.set(WorldItem.created_at | now),
-            WorldItem.dialogue_count.add(1),
-        ],
-        add_version_condition=False,
-    )
-
-
-def page_worlds(owner: str, limit: int, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """DLG-2: the owner's worlds by id, one Query; returns the page and the last world id when more remain."""
-    condition = WorldItem.sk > WorldItem.sk_for(after) if after else WorldItem.sk.startswith("W#")
-    try:
-        found: list[dict[str, Any]] = [
-            {"world_id": w.world_id, "dialogues": int(w.dialogue_count or 0), "created_at": w.created_at}
-            for w in WorldItem.query(
-                WorldItem.pk_for(owner), condition, limit=limit + 1, consistent_read=True
-            )
-        ]
-    except PynamoDBException as exc:
-        raise _unavailable(exc, "listing worlds") from exc
-    more = len(found) > limit
-    return found[:limit], found[limit - 1]["world_id"] if more else None
-
-
-def page_world_dialogues(
-    owner: str, world_id: str, limit: int, after: str | None
-) -> tuple[list[dict[str, Any]], str | None]:
-    """DLG-2: one world's dialogues (directory items) by id, one Query; the page, and the last id when
-    more remain."""
-    pk = WorldDialogueItem.pk_for(owner, world_id)
-    condition = (
-        WorldDialogueItem.sk > WorldDialogueItem.sk_for(after)
-        if after
-        else WorldDialogueItem.sk.startswith("DLG#")
-    )
-    try:
-        found: list[dict[str, Any]] = [
-            {"dialogue_id": d.dialogue_id, "participants": list(d.participants), "created_at": d.created_at}
-            for d in WorldDialogueItem.query(pk, condition, limit=limit + 1, consistent_read=True)
-        ]
-    except PynamoDBException as exc:
-        raise _unavailable(exc, "listing dialogues") from exc
-    more = len(found) > limit
-    return found[:limit], found[limit - 1]["dialogue_id"] if more else None
 
 
 def append_entry(
@@ -678,7 +626,7 @@ def restore_dialogue(
                     created_at=dialogue.created_at,
                 )
             )
-            _count_in_world(tx, owner, world_id, dialogue.created_at)
+            count_in_world(tx, owner, world_id, dialogue.created_at)
             for p in participants:
                 tx.update(
                     ParticipantStatsItem(
