@@ -8,6 +8,7 @@ asks for one and sends it with each API call.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,6 +35,12 @@ SECURITY_HEADERS: Final = {
 }
 
 
+def _not_found(name: str) -> dict[str, Any]:
+    """The API's one error shape (a console file that does not exist)."""
+    error = {"error": {"code": "not_found", "message": f"no console file {name!r}"}}
+    return _answer(404, json.dumps(error), "application/json")
+
+
 def _answer(status: int, body: str, content_type: str) -> dict[str, Any]:
     return {
         "statusCode": status,
@@ -47,7 +54,7 @@ def serve(path: str) -> dict[str, Any]:
     name = path.removeprefix("/console").lstrip("/") or "index.html"
     file = STATIC / name
     if "/" in name or file.suffix not in TYPES or not file.is_file():
-        return _answer(404, f"no console file {name!r}\n", "text/plain; charset=utf-8")
+        return _not_found(name)
     return _answer(200, file.read_text(encoding="utf-8"), TYPES[file.suffix])
 
 

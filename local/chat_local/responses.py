@@ -505,6 +505,7 @@ class RouteDoc:
     model: type[BaseModel] | None
     errors: tuple[int, ...]
     media_type: str = "application/json"
+    more_media: tuple[str, ...] = ()  # other media types of a bodiless-model success (static files)
     also: Mapping[int, type[BaseModel]] = field(default_factory=dict)  # other statuses with a body
     parameters: tuple[Mapping[str, Any], ...] = ()
     request_body: Mapping[str, Any] | None = None
@@ -610,6 +611,11 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     ),
     "GET /worlds/{world_id}/history": RouteDoc(200, HistoryOut, _READ),
     "GET /worlds": RouteDoc(200, WorldsOut, _READ),
+    # CON-1: the console's page and files (no identity needed; 404 for any other name).
+    "GET /console": RouteDoc(200, None, (404,), media_type="text/html"),
+    "GET /console/{file+}": RouteDoc(
+        200, None, (404,), media_type="text/javascript", more_media=("text/css", "text/html")
+    ),
     "GET /worlds/{world_id}/dialogues": RouteDoc(200, DialoguesOut, _READ),
     "POST /worlds/{world_id}/prompt": RouteDoc(200, PromptOut, _WRITE),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
@@ -687,7 +693,7 @@ def operation_responses(route_key: str, refs: Mapping[str, Any]) -> dict[str, An
     if doc.model is not None:
         success["content"] = {doc.media_type: {"schema": dict(refs[doc.model.__name__])}}
     elif doc.media_type != "application/json":
-        success["content"] = {doc.media_type: {"schema": {"type": "string"}}}
+        success["content"] = {m: {"schema": {"type": "string"}} for m in (doc.media_type, *doc.more_media)}
     if doc.headers:
         success["headers"] = copy.deepcopy(dict(doc.headers))
     responses = {str(doc.success): success}

@@ -249,6 +249,13 @@ def test_every_answer_of_every_route_is_documented(
         client.post(f"/worlds/{copy_world}/import", content=exported.content, headers=ndjson).status_code
         == 409
     )
+    # DLG-2: the caller's worlds and a world's dialogues.
+    assert world in [w["world_id"] for w in client.get("/worlds").json()["items"]]
+    assert client.get(f"/worlds/{world}/dialogues").json()["items"][0]["participants"] == ["ann", "bob"]
+    # CON-1: the console's page and files; 404 for a name it does not have.
+    for path in ("/console", "/console/console.js", "/console/console.css"):
+        assert client.get(path).status_code == 200
+    assert client.get("/console/missing.js").status_code == 404
     # The OpenAI-compatible routes (API-13): a turn, its errors in OpenAI's shape, the model list.
     turn = client.post(
         "/v1/chat/completions",
