@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv test test-stress lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset
+.PHONY: help venv sam-venv test test-stress lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset browser screenshots
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -56,6 +56,16 @@ unit: venv ## pytest only
 	$(VENV)/bin/pytest
 
 test: lint typecheck cfn-lint unit ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
+
+browser: ## Chromium and its driver for the console's browser tests (Debian/Ubuntu, as root; CI does this)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo "chromium and chromedriver are installed"; \
+	else \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+screenshots: venv ## retake the console screenshots the README shows (docs/images), from its browser tests
+	CONSOLE_SCREENSHOTS=docs/images CONSOLE_BROWSER_REQUIRED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/e2e/test_console_browser.py
 
 STRESS_ROUNDS ?= 3
 test-stress: venv ## the whole pytest suite 3 times (STRESS_ROUNDS) in a row while another process keeps one core busy

@@ -402,7 +402,10 @@ function messageItem(message, results) {
   const meta = [el("span", { text: message.role })];
   if (message.model) meta.push(el("span", { text: message.model }));
   if (message.usage) meta.push(el("span", { text: `${num(message.usage.total_tokens)} tokens` }));
-  if (message.cost && message.cost.usd) meta.push(el("span", { text: message.cost.usd }));
+  if (message.cost) {
+    const cost = message.cost.usd ? `${message.cost.usd}${message.cost.status === "estimated" ? " (estimated)" : ""}` : "cost unknown";
+    meta.push(el("span", { text: cost }));
+  }
   if (message.pinned) meta.push(el("span", { class: "badge pinned", text: "pinned" }));
   if (message.status && message.status !== "ok") meta.push(el("span", { class: "badge dropped", text: message.status }));
   meta.push(el("span", { text: when(message.created_at) }));
