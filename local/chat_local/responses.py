@@ -366,7 +366,8 @@ class AddEntriesOut(_Out):
 
 
 class HistoryEntryOut(EntryOut):
-    #: DLG-2: the entry's tick on the default calendar (RimWorld), e.g. "5th of Aprimay, 5500, 0h".
+    #: DLG-2: the entry's tick on the default calendar as a prompt line shows it, e.g.
+    #: "[Time: 5500 Aprimay 2, 1h]".
     game_time: str
 
 

@@ -229,12 +229,33 @@ def test_sign_in_send_three_messages_and_see_each_reply(console: Console, model:
     """CON-2, CON-3: sign in with a user id, send three messages, each streamed answer is shown."""
     console.sign_in("ana")
     console.new_conversation("Trip plans", max_messages=4)
-    for text in ("Where should we go?", "Somewhere warm", "Book it for May"):
+    # The first reply comes slowly, a word every 0.3 s: its text shows while it is still arriving.
+    model.configure(chunk_delay=0.3)
+    try:
+        console.find("#composer-input").send_keys("Where should we go?", Keys.CONTROL, Keys.ENTER)
+        live = console.until(
+            lambda d: next(
+                (
+                    li
+                    for li in console.all('#messages li.msg.assistant[aria-busy="true"]')
+                    if "Stand-in" in li.text
+                ),
+                False,
+            ),
+            "part of the reply shown while it streams",
+        )
+        assert 'you said "Where should we go?"' not in live.text
+        console.until(lambda d: len(console.answers()) == 1, "the streamed reply stored")
+        console.until(lambda d: console.find("#send-btn").is_enabled(), "send enabled again")
+    finally:
+        model.configure(chunk_delay=0)
+    for text in ("Somewhere warm", "Book it for May"):
         console.send(text)
-        assert f'you said "{text}"' in console.answers()[-1].text
-    assert len(console.answers()) == 3
+    answers = [a.text for a in console.answers()]
+    for n, text in enumerate(("Where should we go?", "Somewhere warm", "Book it for May")):
+        assert f'you said "{text}"' in answers[n]
+    assert len(answers) == 3
     assert len(model.completion_requests) == 3
-    assert all(r.json.get("stream") is True for r in model.completion_requests)
     listed = console.find("#conv-list").text
     assert "Trip plans" in listed
     assert "6 messages" in listed
@@ -476,8 +497,39 @@ def test_turn_log_and_usage_chart(console: Console) -> None:
     assert all(b.size["height"] <= 1 for b in bars[:-1])
 
 
+CONTRAST_JS = """
+const lum = (rgb) => {
+  const [r, g, b] = rgb.map((v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+const background = (node) => {
+  for (let n = node; n; n = n.parentElement) {
+    const c = parse(getComputedStyle(n).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+  }
+  return [255, 255, 255];
+};
+const low = [];
+for (const node of document.querySelectorAll('body *')) {
+  const text = [...node.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim());
+  if (!text || !node.offsetParent || node.closest('[disabled]')) continue;
+  const fg = lum(parse(getComputedStyle(node).color).slice(0, 3));
+  const bg = lum(background(node));
+  const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+  const what = node.textContent.trim().slice(0, 30);
+  if (ratio < 4.5) low.push(`${node.tagName}.${node.className}: ${ratio.toFixed(2)} "${what}"`);
+}
+return low;
+"""
+
+
 def test_phone_width_and_labels(console: Console) -> None:
-    """CON-6: at 390 px nothing scrolls sideways; every field has a label; every button has a name."""
+    """CON-6: at 390 px nothing scrolls sideways; every field has a label, every button a name, and all
+    visible text has a contrast of at least 4.5:1 (WCAG AA) against its background."""
     console.driver.set_window_size(390, 844)
     console.sign_in("vera")
     console.new_conversation("Small screen")
@@ -501,3 +553,5 @@ def test_phone_width_and_labels(console: Console) -> None:
         " b.getAttribute('aria-label'))).map(b => b.outerHTML);"
     )
     assert nameless == []
+    console.view("chat")
+    assert console.driver.execute_script(CONTRAST_JS) == []

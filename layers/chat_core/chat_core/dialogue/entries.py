@@ -253,7 +253,8 @@ class HistoricalContext:
 
 
 def _labelled(entry: EntryRecord) -> dict[str, Any]:
-    """An entry as history answers it: with `game_time`, its tick on the default calendar (DLG-2)."""
+    """An entry as history answers it: with `game_time`, its tick on the default calendar as a prompt
+    line shows it (DLG-2)."""
     return {**entry.to_dict(), "game_time": format_tick(entry.game_tick)}
 
 
