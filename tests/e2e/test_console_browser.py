@@ -121,6 +121,7 @@ class Console:
     def sign_in(self, user: str) -> None:
         field = self.shown("#signin-user")
         field.clear()
+        assert not self.find("#views").is_displayed()  # nothing but the sign-in before it
         field.send_keys(user, Keys.ENTER)  # the keyboard alone signs in (CON-6)
         self.until(lambda d: self.find("#who-name").text == user, f"signed in as {user}")
         self.until(lambda d: not self.find("#conv-more").text.startswith("Loading"), "list loaded")
@@ -151,6 +152,8 @@ class Console:
     def view(self, name: str) -> None:
         self.find(f'#views button[data-view="{name}"]').click()
         self.shown(f"#view-{name}")
+        others = [v for v in self.all("main > section") if v.get_attribute("id") != f"view-{name}"]
+        assert [v.get_attribute("id") for v in others if v.is_displayed()] == []
 
     def entry(self, message_id: str) -> WebElement:
         return self.find(f'#window-entries li.entry[data-id="{message_id}"]')
