@@ -622,10 +622,14 @@ async function inspect() {
 function renderInspector(window_) {
   const { entries, budget, summary } = window_.inspect;
   const stats = window_.stats;
-  const limit = budget.token_budget === null ? "no token limit" : `${num(budget.token_budget)} tokens allowed`;
+  const room = budget.context_length - budget.reserve_tokens;
+  const limit =
+    budget.token_budget === null
+      ? "no token limit"
+      : `${num(budget.token_budget)} tokens allowed` + (budget.token_budget < room ? " by the window's max_tokens" : "");
   $("budget-line").textContent =
     `${num(budget.tokens_used)} tokens would be sent; ${limit} ` +
-    `(context ${num(budget.context_length)} − ${num(budget.reserve_tokens)} reserved for the reply). ` +
+    `(the model's context ${num(budget.context_length)} − ${num(budget.reserve_tokens)} reserved for the reply). ` +
     `Model ${stats.model}; kept ${stats.kept}, dropped ${stats.dropped_count}.`;
   const box = $("summary-box");
   box.hidden = !summary;

@@ -70,8 +70,8 @@ def inspect_window(
     """Per message: `state` kept / dropped / summarised / failed; the summary (its text and range) and
     the budget line.
 
-    `entries` are oldest first: the system prompt, the stored messages the window read (pinned
-    copies from the conversation item included) and the message being sent (`current`).
+    `entries` are oldest first: the system prompt, then the stored messages the window read (pinned
+    copies from the conversation item included); the message being sent counts in `tokens_used` only.
     """
     dropped = {d.ref: d.reason for d in window.stats.dropped}
     covered = int(summary.to_seq) if summary is not None else 0
