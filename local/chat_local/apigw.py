@@ -7,7 +7,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -175,9 +175,18 @@ def payload_v2_event(
 
 
 def build_event(
-    request: HttpRequest, match: RouteMatch, *, region: str, stage: str = "$default"
+    request: HttpRequest,
+    match: RouteMatch,
+    *,
+    region: str,
+    stage: str = "$default",
+    verify: Callable[[str], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The event for one HTTP request the local server received."""
+    """The event for one HTTP request the local server received.
+
+    `verify` (JWT mode: `chat-local-server --jwt-issuer`) turns a bearer token into its claims, as the
+    HTTP API's JWT authorizer does, or raises Unauthorized; `X-User-Id` then counts for nothing.
+    """
     headers: dict[str, str] = {}
     cookies: list[str] = []
     for key, value in request.headers:
@@ -194,6 +203,10 @@ def build_event(
     # Dev mode only: a deployed API takes `sub` from a verified JWT, never from a header.
     claims: dict[str, Any] | None = {"sub": user, "iss": "chat-local", "token_use": "local"} if user else None
     groups = (headers.get(GROUPS_HEADER) or "").strip()
+    if verify is not None:
+        scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        claims = verify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        groups = ""
     if claims is not None and groups:
         # As API Gateway hands a list claim to the function: "[a b]".
         claims["cognito:groups"] = "[" + " ".join(groups.replace(",", " ").split()) + "]"

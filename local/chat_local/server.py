@@ -22,6 +22,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
+from chat_core.errors import Unauthorized
+from chat_core.http.jwt import JwtVerifier
 from chat_core.http.sink import SseResponse
 
 from chat_local.apigw import (
@@ -90,6 +92,10 @@ class ServerConfig:
     stream_poll_interval_s: float = 0.25
     log_level: str = "WARNING"  # handlers' Powertools log level; the request log is always on
     persist: bool = True
+    #: JWT mode (CON-2): bearer tokens verified against this issuer's keys, as the deployed HTTP API's
+    #: authorizer does; X-User-Id is then ignored. None: dev mode (X-User-Id).
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
 
     @property
     def resolved_data_dir(self) -> Path:
@@ -126,6 +132,9 @@ class LocalApi:
         self.request_log = request_log or RequestLog()
         self.template: Template | None = None
         self.router = Router([])
+        self._verify: Callable[[str], dict[str, Any]] | None = None
+        if config.jwt_issuer:
+            self._verify = JwtVerifier(config.jwt_issuer, config.jwt_audience or "").verify
         self.runtimes: dict[str, FunctionRuntime] = {}
         self.import_errors: dict[str, str] = {}
         self.embedded: EmbeddedDynamoDB | None = None
@@ -401,7 +410,11 @@ class LocalApi:
                 ), "-"
             return error_response(404, "route_not_found", f"no route for {request.method} {path}"), "-"
         runtime = self.runtimes[match.route.function.logical_id]
-        event = build_event(request, match, region=self.config.region)
+        try:
+            event = build_event(request, match, region=self.config.region, verify=self._verify)
+        except Unauthorized:
+            # What API Gateway's JWT authorizer answers for a token it refuses.
+            return json_response(401, {"message": "Unauthorized"}), "-"
         try:
             invocation = runtime.invoke(event)
         except Throttled as exc:
@@ -450,7 +463,10 @@ class LocalApi:
         runtime = self.runtimes[match.route.function.logical_id]
         if not runtime.streams():
             return None
-        return runtime, build_event(request, match, region=self.config.region)
+        try:
+            return runtime, build_event(request, match, region=self.config.region, verify=self._verify)
+        except Unauthorized:
+            return None
 
     def _builtin(self, request: HttpRequest) -> HttpResponse:
         path = request.raw_path.rstrip("/") or "/"
@@ -715,7 +731,7 @@ def banner(api: LocalApi, url: str) -> str:
     model = os.environ.get("LLM_MODEL", "").strip() or "gpt-4o-mini"
     lines = [
         "",
-        "Chat History Service — local API (dev mode)",
+        f"Chat History Service — local API ({'JWT' if cfg.jwt_issuer else 'dev'} mode)",
         f"  API        {url}   ({len(api.router.routes)} routes from {cfg.template})",
     ]
     for route in sorted(api.router.routes, key=lambda r: (r.path, r.method)):
@@ -723,10 +739,18 @@ def banner(api: LocalApi, url: str) -> str:
         lines.append(f"               {route.method:<6} {route.path}  -> {route.function.logical_id}{mark}")
     lines += [
         f"  Docs       {url}/docs   (OpenAPI document: {url}/openapi.json)",
-        "  Identity   X-User-Id header = the caller (dev mode only; no header -> 401)",
-        "             X-User-Groups header = their groups (administrators: ADMIN_GROUP="
-        f"{os.environ.get('ADMIN_GROUP', '').strip() or '(unset: nobody)'})",
+        f"  Console    {url}/console",
     ]
+    if cfg.jwt_issuer:
+        lines.append(
+            f"  Identity   Authorization: Bearer <a JWT of {cfg.jwt_issuer}> (JWT mode; X-User-Id ignored)"
+        )
+    else:
+        lines += [
+            "  Identity   X-User-Id header = the caller (dev mode only; no header -> 401)",
+            "             X-User-Groups header = their groups (administrators: ADMIN_GROUP="
+            f"{os.environ.get('ADMIN_GROUP', '').strip() or '(unset: nobody)'})",
+        ]
     if cfg.host not in ("127.0.0.1", "localhost", "::1"):
         lines.append(
             f"  WARNING    listening on {cfg.host}: anyone who can reach this port can act as any user "
@@ -820,6 +844,15 @@ def parse_args(argv: list[str] | None) -> ServerConfig:
     )
     parser.add_argument("--snapshot-interval", type=float, default=2.0, help="seconds between snapshots")
     parser.add_argument(
+        "--jwt-issuer",
+        default=os.environ.get("JWT_ISSUER") or None,
+        help="JWT mode: accept only bearer tokens of this issuer (its JWKS by OIDC discovery), as the "
+        "deployed API does; X-User-Id is then ignored (default $JWT_ISSUER; unset: dev mode)",
+    )
+    parser.add_argument(
+        "--jwt-audience", default=os.environ.get("JWT_AUDIENCE") or None, help="JWT mode: the audience"
+    )
+    parser.add_argument(
         "--ttl-sweep-interval", type=float, default=60.0, help="seconds between TTL sweeps (0 = never)"
     )
     parser.add_argument(
@@ -844,6 +877,8 @@ def parse_args(argv: list[str] | None) -> ServerConfig:
         ttl_sweep_interval_s=args.ttl_sweep_interval,
         log_level=args.log_level.upper(),
         persist=not args.no_persist,
+        jwt_issuer=args.jwt_issuer or None,
+        jwt_audience=args.jwt_audience or None,
     )
 
 

@@ -22,6 +22,7 @@ from typing import TypeVar
 import httpx
 import pytest
 
+from tests.support.jwt_issuer import jwt_issuer
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
@@ -558,3 +559,43 @@ def test_phone_width_and_labels(console: Console) -> None:
     assert nameless == []
     console.view("chat")
     assert console.driver.execute_script(CONTRAST_JS) == []
+
+
+def test_sign_in_with_a_jwt_as_a_deployed_api_wants(
+    browser: WebDriver, standin: OpenAIStandin, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """CON-2: with the server in JWT mode (as deployed: the token is verified against the issuer's keys),
+    a pasted token signs in as its `sub`; a token the issuer did not sign is refused with a message."""
+    with jwt_issuer() as issuer:
+        process = ServerProcess(
+            tmp_path_factory.mktemp("console-jwt"),
+            env={"LLM_BASE_URL": standin.base_url, "LLM_MODEL": "standin-model"},
+            args=["--jwt-issuer", issuer.url, "--jwt-audience", "client-1"],
+        ).start()
+        try:
+            browser.get_log("browser")
+            browser.get_log("performance")
+            page = Console(browser, process)
+            page.open()
+            token = issuer.token(sub="token-user")
+            page.find("#signin-token").send_keys(token)
+            page.find("#signin-submit").click()
+            page.until(lambda d: page.find("#who-name").text == "token-user", "signed in by token")
+            page.new_conversation("Signed in by token")
+            page.send("hello with a token")
+            with httpx.Client(base_url=process.url) as client:
+                assert client.get("/conversations", headers={"X-User-Id": "token-user"}).status_code == 401
+                mine = client.get("/conversations", headers={"Authorization": f"Bearer {token}"}).json()
+            assert [c["title"] for c in mine["items"]] == ["Signed in by token"]
+
+            page.find("#signout").click()
+            issuer.add_key("rogue", publish=False)
+            page.shown("#signin-token").send_keys(issuer.token(kid="rogue", sub="intruder"))
+            page.find("#signin-submit").click()
+            page.until(lambda d: "Sign-in failed" in page.find("#alert").text, "refusal shown")
+            assert "Unauthorized" in page.find("#alert").text
+            assert not page.find("#views").is_displayed()
+            problems = _log_problems(browser, process.url, network_errors_expected=True)
+            assert problems == []
+        finally:
+            process.stop()

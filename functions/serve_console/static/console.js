@@ -49,7 +49,12 @@ function progress(text) {
 class ApiError extends Error {
   constructor(status, body, text) {
     const info = body && body.error ? body.error : null;
-    const message = info ? `${info.message} (${info.code || status})` : `HTTP ${status}: ${text || "no body"}`;
+    // The service's error shape, or API Gateway's own (`{"message": "Unauthorized"}` from the authorizer).
+    const message = info
+      ? `${info.message} (${info.code || status})`
+      : body && body.message
+        ? `${body.message} (${status})`
+        : `HTTP ${status}: ${text || "no body"}`;
     super(message);
     this.status = status;
     this.body = body;
