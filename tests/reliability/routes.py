@@ -15,6 +15,8 @@ class Route:
     path: str  # as in the template: /conversations/{conversation_id}
     function: str  # logical id
     code_uri: str
+    #: `Auth: {Authorizer: NONE}` in the template: served without identity (CON-1: the console's files).
+    public: bool = False
 
     @property
     def key(self) -> str:
@@ -50,6 +52,12 @@ def http_routes() -> list[Route]:
                     str(spec.get("Path", "/")),
                     logical_id,
                     str(properties.get("CodeUri", "")),
+                    public=(spec.get("Auth") or {}).get("Authorizer") == "NONE",
                 )
             )
     return found
+
+
+def identified_routes() -> list[Route]:
+    """The routes that need an identity (every route but the template's `Authorizer: NONE` ones)."""
+    return [route for route in http_routes() if not route.public]

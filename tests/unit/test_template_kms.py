@@ -126,8 +126,9 @@ def test_with_a_key_the_table_queues_and_log_groups_are_encrypted_with_it() -> N
         assert log_group["Ref"] in groups, f"{name} logs to a group this template does not encrypt"
 
 
-#: Functions that read no table item and no queue message (GET /v1/models lists configured names).
-NO_DATA = {"ListModelsFunction"}
+#: Functions that read no table item and no queue message (GET /v1/models lists configured names; the
+#: console's files ship with their function, CON-1).
+NO_DATA = {"ListModelsFunction", "ServeConsoleFunction"}
 
 
 def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> None:
