@@ -466,6 +466,7 @@ function renderMessages() {
 
 function startEdit(message, button) {
   const item = button.closest("li");
+  if (item.querySelector("form")) return; // already editing this one
   const box = el("textarea", { rows: 3, "aria-label": "Edited message" });
   box.value = message.content || "";
   const form = el(
