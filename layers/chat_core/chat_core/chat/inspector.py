@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
-from chat_core.chat.summary_window import SUMMARY_REF
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
 from chat_core.store.items import Conversation, Message, Summary
@@ -42,21 +42,47 @@ def _tool_groups(history: Sequence[Message]) -> dict[str, str]:
     return groups
 
 
+def _row(
+    message_id: str | None,
+    seq: int,
+    role: str,
+    tokens: int,
+    state: str,
+    reason: str | None,
+    *,
+    pinned: bool,
+    group: str | None,
+    preview: str,
+) -> dict[str, Any]:
+    """One inspector entry (the shape every entry has, whatever it stands for)."""
+    return {
+        "message_id": message_id,
+        "seq": seq,
+        "role": role,
+        "tokens": tokens,
+        "state": state,
+        "reason": reason,
+        "pinned": pinned,
+        "tool_group": group,
+        "preview": preview,
+    }
+
+
 def _entry(message: Message, state: str, reason: str | None, group: str | None) -> dict[str, Any]:
     view: dict[str, Any] = {"role": message.role, "content": message.content or ""}
     if message.tool_calls:
         view["tool_calls"] = list(message.tool_calls)
-    return {
-        "message_id": message.message_id,
-        "seq": int(message.seq),
-        "role": message.role,
-        "tokens": int(message.tokens or 0),
-        "state": state,
-        "reason": reason,
-        "pinned": bool(message.pinned),
-        "tool_group": group,
-        "preview": _preview(view),
-    }
+    return _row(
+        message.message_id,
+        int(message.seq),
+        message.role,
+        int(message.tokens or 0),
+        state,
+        reason,
+        pinned=bool(message.pinned),
+        group=group,
+        preview=_preview(view),
+    )
 
 
 def inspect_window(
@@ -78,18 +104,11 @@ def inspect_window(
     groups = _tool_groups(history)
     entries: list[dict[str, Any]] = []
     if conversation.system_prompt:
+        preview = _preview({"content": conversation.system_prompt})
+        tokens = int(conversation.system_tokens or 0)
+        reason = "system prompt (always kept)"
         entries.append(
-            {
-                "message_id": None,
-                "seq": 0,
-                "role": "system",
-                "tokens": int(conversation.system_tokens or 0),
-                "state": "kept",
-                "reason": "system prompt (always kept)",
-                "pinned": False,
-                "tool_group": None,
-                "preview": _preview({"content": conversation.system_prompt}),
-            }
+            _row(None, 0, "system", tokens, "kept", reason, pinned=False, group=None, preview=preview)
         )
     seen = {m.message_id for m in history}
     for pin in sorted(conversation.pinned or [], key=lambda e: int(e.get("seq", 0))):
@@ -97,17 +116,17 @@ def inspect_window(
             continue
         ref = str(pin["message_id"])
         entries.append(
-            {
-                "message_id": ref,
-                "seq": int(pin.get("seq", 0)),
-                "role": pin["role"],
-                "tokens": int(pin.get("tokens") or 0),
-                "state": "dropped" if ref in dropped else "kept",
-                "reason": dropped.get(ref, "pinned"),
-                "pinned": True,
-                "tool_group": None,
-                "preview": _preview({"content": pin.get("content") or ""}),
-            }
+            _row(
+                ref,
+                int(pin.get("seq", 0)),
+                pin["role"],
+                int(pin.get("tokens") or 0),
+                "dropped" if ref in dropped else "kept",
+                dropped.get(ref, "pinned"),
+                pinned=True,
+                group=None,
+                preview=_preview({"content": pin.get("content") or ""}),
+            )
         )
     for message in history:
         group = groups.get(message.message_id)
@@ -129,7 +148,7 @@ def inspect_window(
             "to_seq": covered,
             "tokens": int(summary.tokens),
             "text": summary.text,
-            "included": not any(d.ref == SUMMARY_REF for d in window.stats.dropped),
+            "included": summary_window.summary_included(window),
         }
     return {
         "entries": entries,
