@@ -55,8 +55,9 @@ def list_conversations(
 
     start = decode_cursor(owner, LIST_SCOPE, cursor, mine) if cursor is not None else None
     metrics.add_metric(name="ConversationsListed", unit=MetricUnit.Count, value=1)
-    if query is not None and _words(query):
-        found, last_key = _search(owner, limit, start, _words(query))
+    words = _words(query) if query is not None else []
+    if words:
+        found, last_key = _search(owner, limit, start, words)
     else:
         page = store.page_conversations(owner, limit, start)
         found, last_key = page.items, page.last_key
@@ -89,20 +90,11 @@ def _search(
                 found.append(conversation)
                 if len(found) == limit:
                     more = index < len(page.items) - 1 or page.last_key is not None
-                    return found, _listing_key(conversation) if more else None
+                    return found, conversation.listing_key() if more else None
         if page.last_key is None:
             return found, None
         start = page.last_key
     return found, dict(start) if start else None
-
-
-def _listing_key(conversation: Conversation) -> dict[str, str]:
-    return {
-        "pk": conversation.pk,
-        "sk": conversation.sk,
-        "gsi1pk": conversation.gsi1pk,
-        "gsi1sk": conversation.gsi1sk,
-    }
 
 
 def get_conversation(

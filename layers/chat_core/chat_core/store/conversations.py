@@ -280,11 +280,7 @@ def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | No
     )
     found = [item for item in _items(raw) if isinstance(item, Conversation) and not item.is_deleted]
     page, more = found[:limit], len(found) > limit
-    last_key = None
-    if more and page:
-        last = page[-1]
-        last_key = {"pk": last.pk, "sk": last.sk, "gsi1pk": last.gsi1pk, "gsi1sk": last.gsi1sk}
-    return Page(items=page, last_key=last_key)
+    return Page(items=page, last_key=page[-1].listing_key() if more and page else None)
 
 
 def _start_key(key: Mapping[str, str] | None) -> dict[str, dict[str, str]] | None:

@@ -115,6 +115,10 @@ class Conversation(TableItem, discriminator="conversation"):
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
 
+    def listing_key(self) -> dict[str, str]:
+        """Its key in the listing index (table and index attributes): where a page of the list ends."""
+        return {"pk": self.pk, "sk": self.sk, "gsi1pk": self.gsi1pk, "gsi1sk": self.gsi1sk}
+
 
 class Message(TableItem, discriminator="message"):
     """One message (`sk = MSG#<seq>`), appended once, never rewritten (only its `pinned` flag changes);
