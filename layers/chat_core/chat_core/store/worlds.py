@@ -12,6 +12,7 @@ before it existed are not listed, but open by id as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pynamodb.exceptions import PynamoDBException
@@ -35,20 +36,29 @@ def count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> No
     )
 
 
-def page_worlds(owner: str, limit: int, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """DLG-2: the owner's worlds by id, one Query; returns the page and the last world id when more remain."""
-    condition = WorldItem.sk > WorldItem.sk_for(after) if after else WorldItem.sk.startswith("W#")
+def _page(
+    query: Iterable[Any], limit: int, row: Callable[[Any], dict[str, Any]], what: str, id_field: str
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of `limit` rows (the query asks for one more, to know whether more remain) and the last
+    id on it when they do."""
     try:
-        found: list[dict[str, Any]] = [
-            {"world_id": w.world_id, "dialogues": int(w.dialogue_count or 0), "created_at": w.created_at}
-            for w in WorldItem.query(
-                WorldItem.pk_for(owner), condition, limit=limit + 1, consistent_read=True
-            )
-        ]
+        found = [row(item) for item in query]
     except PynamoDBException as exc:
-        raise store_error(exc, "storage failed while listing worlds; retry later") from exc
+        raise store_error(exc, f"storage failed while listing {what}; retry later") from exc
     more = len(found) > limit
-    return found[:limit], found[limit - 1]["world_id"] if more else None
+    return found[:limit], found[limit - 1][id_field] if more else None
+
+
+def page_worlds(owner: str, limit: int, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """DLG-2: the owner's worlds by id, one Query; the page, and the last world id when more remain."""
+    sk = WorldItem.sk
+    condition = sk > WorldItem.sk_for(after) if after else sk.startswith("W#")
+    query = WorldItem.query(WorldItem.pk_for(owner), condition, limit=limit + 1, consistent_read=True)
+
+    def row(w: WorldItem) -> dict[str, Any]:
+        return {"world_id": w.world_id, "dialogues": int(w.dialogue_count or 0), "created_at": w.created_at}
+
+    return _page(query, limit, row, "worlds", "world_id")
 
 
 def page_world_dialogues(
@@ -56,18 +66,16 @@ def page_world_dialogues(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """DLG-2: one world's dialogues (directory items) by id, one Query; the page, and the last id when
     more remain."""
+    sk = WorldDialogueItem.sk
+    condition = sk > WorldDialogueItem.sk_for(after) if after else sk.startswith("DLG#")
     pk = WorldDialogueItem.pk_for(owner, world_id)
-    condition = (
-        WorldDialogueItem.sk > WorldDialogueItem.sk_for(after)
-        if after
-        else WorldDialogueItem.sk.startswith("DLG#")
-    )
-    try:
-        found: list[dict[str, Any]] = [
-            {"dialogue_id": d.dialogue_id, "participants": list(d.participants), "created_at": d.created_at}
-            for d in WorldDialogueItem.query(pk, condition, limit=limit + 1, consistent_read=True)
-        ]
-    except PynamoDBException as exc:
-        raise store_error(exc, "storage failed while listing dialogues; retry later") from exc
-    more = len(found) > limit
-    return found[:limit], found[limit - 1]["dialogue_id"] if more else None
+    query = WorldDialogueItem.query(pk, condition, limit=limit + 1, consistent_read=True)
+
+    def row(d: WorldDialogueItem) -> dict[str, Any]:
+        return {
+            "dialogue_id": d.dialogue_id,
+            "participants": list(d.participants),
+            "created_at": d.created_at,
+        }
+
+    return _page(query, limit, row, "dialogues", "dialogue_id")
