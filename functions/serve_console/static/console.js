@@ -86,9 +86,13 @@ async function request(method, path, body, extraHeaders = {}) {
   return fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
-/** JSON in, JSON out; an error answer becomes an ApiError with the service's message. */
+/** JSON in, JSON out (see answerOf). */
 async function api(method, path, body) {
-  const res = await request(method, path, body);
+  return answerOf(await request(method, path, body));
+}
+
+/** An answer's JSON body; an error answer becomes an ApiError (and a 401 signs out). */
+async function answerOf(res) {
   if (res.status === 204) return null;
   const text = await res.text();
   let data = null;
@@ -576,10 +580,7 @@ async function send(event) {
         }
       });
     } else {
-      const data = await res.json().catch(() => null);
-      if (res.status === 401) signOut("Your sign-in was refused (401). Sign in again.");
-      if (!res.ok && !(data && data.assistant_message)) throw new ApiError(res.status, data, "");
-      turn = data;
+      turn = await answerOf(res);
     }
     input.value = "";
     const id = (turn && turn.conversation_id) || (state.current && state.current.conversation_id);
@@ -698,7 +699,7 @@ async function loadTurns() {
   let cursor = null;
   for (let page = 0; page < 10; page += 1) {
     const res = await request("GET", `/conversations/${state.current.conversation_id}/events?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-    if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null), "");
+    if (!res.ok) await answerOf(res); // throws the error (and signs out on 401)
     const text = await res.text();
     for (const line of text.split("\n")) if (line.trim()) events.push(JSON.parse(line));
     cursor = res.headers.get("x-next-cursor");
