@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.dialogue import entries
+from chat_core.dialogue import transfer
 from chat_core.http.api import build_app, caller
 from chat_core.observability import logger, metrics, tracer
 
@@ -16,7 +16,7 @@ app = build_app()
 
 @app.get("/worlds/<world_id>/export")
 def export_world(world_id: str) -> Response[Any]:
-    body = entries.export_world_jsonl(caller(app), world_id)
+    body = transfer.export_world_jsonl(caller(app), world_id)
     return Response(
         status_code=200,
         content_type="application/x-ndjson; charset=utf-8",

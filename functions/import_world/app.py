@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.dialogue import entries
+from chat_core.dialogue import transfer
 from chat_core.errors import InvalidInput
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import logger, metrics, tracer
@@ -29,7 +29,7 @@ def import_world(
         text = app.current_event.decoded_body or ""
     except UnicodeDecodeError as exc:
         raise InvalidInput("the import body must be UTF-8 JSON Lines", field="body") from exc
-    result = entries.import_world_jsonl(owner, world_id, text, mode=mode)
+    result = transfer.import_world_jsonl(owner, world_id, text, mode=mode)
     return json_response(201, result.to_dict())
 
 

@@ -36,7 +36,7 @@ from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteEr
 from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import Conflict, DialogueNotFound, InvalidInput
-from chat_core.store.base import TableItem, bind, connection, store_error
+from chat_core.store.base import bind, connection, store_error
 from chat_core.store.items import (
     DialogueEntryItem,
     DialogueMetaItem,
@@ -230,7 +230,7 @@ class EntryRecord:
         return out
 
 
-def _dialogue_record(item: DialogueMetaItem) -> DialogueRecord:
+def dialogue_record(item: DialogueMetaItem) -> DialogueRecord:
     return DialogueRecord(
         dialogue_id=item.dialogue_id,
         participants=tuple(item.participants),
@@ -241,7 +241,7 @@ def _dialogue_record(item: DialogueMetaItem) -> DialogueRecord:
     )
 
 
-def _entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
+def entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
     return EntryRecord(
         dialogue_id=dialogue_id,
         entry_id=item.entry_id,
@@ -255,7 +255,7 @@ def _entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
     )
 
 
-def _unavailable(exc: PynamoDBException, what: str) -> Exception:
+def unavailable(exc: PynamoDBException, what: str) -> Exception:
     """StoreUnavailable (503) when retrying could help; any other failure stays itself (a bug, not "busy")."""
     return store_error(exc, f"storage failed while {what}; retry later")
 
@@ -273,8 +273,8 @@ def get_dialogue(owner: str, world_id: str, dialogue_id: str) -> DialogueRecord 
     except DoesNotExist:
         return None
     except PynamoDBException as exc:
-        raise _unavailable(exc, "reading a dialogue") from exc
-    return _dialogue_record(item)
+        raise unavailable(exc, "reading a dialogue") from exc
+    return dialogue_record(item)
 
 
 def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) -> bool:
@@ -331,7 +331,7 @@ def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) ->
         reasons = exc.cancellation_reasons or []
         if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
             return False
-        raise _unavailable(exc, "creating a dialogue") from exc
+        raise unavailable(exc, "creating a dialogue") from exc
     return True
 
 
@@ -397,8 +397,8 @@ def append_entry(
                 # Jittered backoff: writers racing on one dialogue spread out instead of colliding again.
                 time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # noqa: S311
                 continue
-            raise _unavailable(exc, "storing a dialogue entry") from exc
-        record = _entry_record(dialogue.dialogue_id, item)
+            raise unavailable(exc, "storing a dialogue entry") from exc
+        record = entry_record(dialogue.dialogue_id, item)
         return record, True
     raise Conflict(
         f"dialogue {dialogue.dialogue_id!r} is being written by many writers at once; retry",
@@ -418,8 +418,8 @@ def _entry_by_id(owner: str, world_id: str, dialogue_id: str, entry_id: str) -> 
     except DoesNotExist:
         return None
     except PynamoDBException as exc:
-        raise _unavailable(exc, "reading a dialogue entry") from exc
-    return _entry_record(dialogue_id, item)
+        raise unavailable(exc, "reading a dialogue entry") from exc
+    return entry_record(dialogue_id, item)
 
 
 # -------------------------------------------------------------------------------------------- reading
@@ -443,8 +443,8 @@ def newest_entries(owner: str, world_id: str, dialogue_id: str, limit: int) -> l
             )
         )
     except PynamoDBException as exc:
-        raise _unavailable(exc, "reading dialogue entries") from exc
-    return [_entry_record(dialogue_id, i) for i in reversed(items)]
+        raise unavailable(exc, "reading dialogue entries") from exc
+    return [entry_record(dialogue_id, i) for i in reversed(items)]
 
 
 def participant_dialogue_counts(owner: str, world_id: str, participants: Sequence[str]) -> dict[str, int]:
@@ -459,7 +459,7 @@ def participant_dialogue_counts(owner: str, world_id: str, participants: Sequenc
         for item in ParticipantStatsItem.batch_get(keys, consistent_read=True):
             counts[by_pk[item.pk]] = int(item.dialogue_count)
     except PynamoDBException as exc:
-        raise _unavailable(exc, "reading participant counters") from exc
+        raise unavailable(exc, "reading participant counters") from exc
     return counts
 
 
@@ -482,7 +482,7 @@ def dialogues_with_more_participants(
         ):
             yield item.dialogue_id, tuple(item.participants)
     except PynamoDBException as exc:
-        raise _unavailable(exc, "reading the participant index") from exc
+        raise unavailable(exc, "reading the participant index") from exc
 
 
 def merge_newest(streams: Iterable[list[EntryRecord]], limit: int) -> list[EntryRecord]:
@@ -502,143 +502,3 @@ def merge_newest(streams: Iterable[list[EntryRecord]], limit: int) -> list[Entry
             break
     picked.reverse()
     return picked
-
-
-# ------------------------------------------------------------------------------------ export / import
-
-
-def world_dialogue_ids(owner: str, world_id: str) -> Iterator[str]:
-    """Query the world directory: every dialogue id of the world, in id order."""
-    bind()
-    try:
-        for item in WorldDialogueItem.query(
-            WorldDialogueItem.pk_for(owner, world_id),
-            WorldDialogueItem.sk.startswith("DLG#"),
-            consistent_read=True,
-        ):
-            yield item.dialogue_id
-    except PynamoDBException as exc:
-        raise _unavailable(exc, "listing a world's dialogues") from exc
-
-
-def world_is_empty(owner: str, world_id: str) -> bool:
-    """One Query with Limit=1 on the world directory."""
-    bind()
-    try:
-        return not any(
-            WorldDialogueItem.query(
-                WorldDialogueItem.pk_for(owner, world_id),
-                WorldDialogueItem.sk.startswith("DLG#"),
-                limit=1,
-                consistent_read=True,
-            )
-        )
-    except PynamoDBException as exc:
-        raise _unavailable(exc, "reading a world") from exc
-
-
-def read_dialogue(
-    owner: str, world_id: str, dialogue_id: str
-) -> tuple[DialogueRecord, list[EntryRecord]] | None:
-    """The whole dialogue partition with one (paginated) Query: meta and every entry in tick order."""
-    bind()
-    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
-    meta: DialogueRecord | None = None
-    entries: list[EntryRecord] = []
-    try:
-        for item in TableItem.query(pk, consistent_read=True):
-            if isinstance(item, DialogueEntryItem):
-                entries.append(_entry_record(dialogue_id, item))
-            elif isinstance(item, DialogueMetaItem):
-                meta = _dialogue_record(item)
-    except PynamoDBException as exc:
-        raise _unavailable(exc, "reading a dialogue") from exc
-    if meta is None:
-        return None
-    return meta, entries
-
-
-def restore_dialogue(
-    owner: str, world_id: str, dialogue: DialogueRecord, entries: Sequence[EntryRecord]
-) -> None:
-    """Write a dialogue exactly as exported (ids, sequences, timestamps) into a world that lacks it.
-
-    Batched writes (25 per request, retried by PynamoDB); the meta item goes last so a half-finished
-    restore is visible as a missing dialogue, not as a dialogue with missing entries. The participant
-    counters use an atomic ADD so dialogues restored side by side don't overwrite each other's counts.
-    """
-    settings = bind()
-    participants = dialogue.participants
-    dialogue_id = dialogue.dialogue_id
-    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
-    count = len(participants)
-    try:
-        with TableItem.batch_write() as batch:
-            for e in entries:
-                sk = entry_sk(e.game_tick, e.seq)
-                batch.save(
-                    DialogueEntryItem(
-                        pk,
-                        sk,
-                        entry_id=e.entry_id,
-                        participant_id=e.participant_id,
-                        role=e.role,
-                        content=e.content,
-                        game_tick=e.game_tick,
-                        seq=e.seq,
-                        name=e.name,
-                        created_at=e.created_at,
-                    )
-                )
-                batch.save(EntryIdGuardItem(pk, EntryIdGuardItem.sk_for(e.entry_id), entry_sk=sk))
-            for p in participants:
-                batch.save(
-                    ParticipantDialogueItem(
-                        ParticipantDialogueItem.pk_for(owner, world_id, p),
-                        ParticipantDialogueItem.sk_for(count, dialogue_id),
-                        dialogue_id=dialogue_id,
-                        participants=list(participants),
-                        participant_count=count,
-                    )
-                )
-        with TransactWrite(connection=connection(settings)) as tx:
-            tx.save(
-                DialogueMetaItem(
-                    pk,
-                    DialogueMetaItem.SK,
-                    dialogue_id=dialogue_id,
-                    world_id=world_id,
-                    participants=list(participants),
-                    participant_count=count,
-                    next_seq=dialogue.next_seq,
-                    entry_count=dialogue.entry_count,
-                    created_at=dialogue.created_at,
-                    updated_at=dialogue.updated_at,
-                ),
-                condition=DialogueMetaItem.pk.does_not_exist(),
-            )
-            tx.save(
-                WorldDialogueItem(
-                    WorldDialogueItem.pk_for(owner, world_id),
-                    WorldDialogueItem.sk_for(dialogue_id),
-                    dialogue_id=dialogue_id,
-                    participants=list(participants),
-                    created_at=dialogue.created_at,
-                )
-            )
-            count_in_world(tx, owner, world_id, dialogue.created_at)
-            for p in participants:
-                tx.update(
-                    ParticipantStatsItem(
-                        ParticipantDialogueItem.pk_for(owner, world_id, p), ParticipantStatsItem.SK
-                    ),
-                    actions=[ParticipantStatsItem.dialogue_count.add(1)],
-                    add_version_condition=False,
-                )
-    except TransactWriteError as exc:
-        reasons = exc.cancellation_reasons or []
-        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
-            raise Conflict(f"dialogue {dialogue_id!r} already exists in world {world_id!r}") from exc
-        raise _unavailable(exc, "restoring a dialogue") from exc
-    except PynamoDBException as exc:
-        raise _unavailable(exc, "restoring a dialogue") from exc
