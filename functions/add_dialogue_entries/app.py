@@ -17,7 +17,9 @@ app = build_app()
 
 @app.post("/worlds/<world_id>/dialogues/entries")
 def add_dialogue_entries(world_id: str, body: AddEntriesIn) -> Response[Any]:
-    added = entries.add_entries(caller(app), world_id, body.target(), body.entry_dicts())
+    added = entries.add_entries(
+        caller(app), world_id, body.target(), body.entry_dicts(), present=body.present
+    )
     created = sum(1 for a in added if a.created)
     result = {
         "world_id": world_id,

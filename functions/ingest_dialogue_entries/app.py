@@ -29,7 +29,9 @@ def ingest(message: IngestMessageIn) -> dict[str, Any]:
     """Store one message's entries; returns the dialogue id and what was created."""
     if not is_valid_owner(message.owner):
         raise InvalidInput("owner must be a non-blank identity without control characters", field="owner")
-    added = entries.add_entries(message.owner, message.world_id, message.target(), message.entry_dicts())
+    added = entries.add_entries(
+        message.owner, message.world_id, message.target(), message.entry_dicts(), present=message.present
+    )
     created = sum(1 for a in added if a.created)
     metrics.add_metric(name="DialogueEntriesStored", unit=MetricUnit.Count, value=created)
     if created < len(added):

@@ -353,6 +353,10 @@ class EntryOut(_Out):
     seq: int
     created_at: str
     name: str | None = None
+    #: DLG-3: who perceived it, present only when that was not every participant of its dialogue.
+    audience: list[str] | None = None
+    visibility: Literal["public", "private", "whisper"] | None = None
+    kind: Literal["join", "leave"] | None = None
 
 
 class AddEntriesOut(_Out):
@@ -372,15 +376,19 @@ class HistoryEntryOut(EntryOut):
 
 
 class HistoryOut(_Out):
-    """Seed 004 HistoricalContext: `primary` (exactly these participants) and `ancillary`."""
+    """Seed 004 HistoricalContext: `primary` (exactly these participants) and `ancillary`; with `for`
+    only what that participant perceived (DLG-3). Asked with `for` alone: `witnessed`, everything it
+    perceived in any dialogue, instead of the five dialogue fields."""
 
     world_id: str
     limit: int
-    participants: list[str]
-    dialogue_id: str
-    primary: list[HistoryEntryOut]
-    ancillary: list[HistoryEntryOut]
-    ancillary_dialogues: list[str]
+    for_: str | None = Field(alias="for")
+    participants: list[str] | None = None
+    dialogue_id: str | None = None
+    primary: list[HistoryEntryOut] | None = None
+    ancillary: list[HistoryEntryOut] | None = None
+    ancillary_dialogues: list[str] | None = None
+    witnessed: list[HistoryEntryOut] | None = None
 
 
 class WorldOut(_Out):

@@ -159,7 +159,7 @@ def test_history_limit_over_http(chat_service: None) -> None:
     assert contents(answer.body["primary"]) == ["m3", "m4"]
     assert history("A,B", limit="101").status == 422
     assert history("A,B", limit="x").status == 422
-    assert history(None).status == 422
+    assert history(None).status == 400  # neither participants nor for (DLG-3)
 
 
 def test_add_entries_answer_and_idempotent_replay(chat_service: None) -> None:

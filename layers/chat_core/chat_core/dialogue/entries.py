@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from chat_core.dialogue.audience import decide, initial_absent, parse_perception, perceive, rehearse
 from chat_core.dialogue.gametime import check_tick, format_tick
 from chat_core.errors import (
     Conflict,
@@ -41,7 +42,11 @@ DEFAULT_HISTORY_LIMIT: Final = 10
 MAX_HISTORY_LIMIT: Final = 100
 MAX_ENTRIES_PER_REQUEST: Final = 100
 
-_ENTRY_FIELDS: Final = frozenset({"participant_id", "role", "content", "game_tick", "name", "entry_id"})
+_ENTRY_FIELDS: Final = frozenset(
+    {"participant_id", "role", "content", "game_tick", "name", "entry_id", "audience", "visibility", "kind"}
+)
+#: What a join or leave entry says when the request gives no content or role.
+_EVENT_TEXT: Final = {"join": "{who} joined.", "leave": "{who} left."}
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT",
@@ -57,6 +62,7 @@ __all__ = [
     "dialogue_key",
     "get_dialogue_entries",
     "get_historical_context",
+    "get_witnessed",
     "normalize_participants",
     "parse_entry",
     "start_or_get_conversation",
@@ -73,6 +79,12 @@ def parse_entry(data: Mapping[str, Any] | NewEntry) -> NewEntry:
     `name` and `entry_id`) and return it; every problem is an InvalidInput naming the field."""
     if isinstance(data, NewEntry):
         data = {k: v for k, v in vars(data).items() if v is not None}
+    if isinstance(data, Mapping):
+        perception = parse_perception(data)
+        kind = perception.get("kind")
+        if kind is not None:  # a join or leave may leave out what it says and its role
+            who = data.get("name") or data.get("participant_id")
+            data = {"role": "event", "content": _EVENT_TEXT[kind].format(who=who), **data}
     if not isinstance(data, Mapping):
         raise InvalidInput("an entry must be a JSON object", field="entry")
     unknown = sorted(set(data) - _ENTRY_FIELDS)
@@ -117,6 +129,7 @@ def parse_entry(data: Mapping[str, Any] | NewEntry) -> NewEntry:
         game_tick=tick,
         name=name.strip() if isinstance(name, str) else None,
         entry_id=entry_id,
+        **perception,
     )
 
 
@@ -138,20 +151,25 @@ def start_or_get_conversation(owner: str, world_id: str, participant_ids: Sequen
     return _dialogue_for(owner, validate_world_id(world_id), participant_ids).dialogue_id
 
 
-def _dialogue_for(owner: str, world_id: str, participant_ids: Sequence[str]) -> DialogueRecord:
+def _dialogue_for(
+    owner: str, world_id: str, participant_ids: Sequence[str], present: object = None
+) -> DialogueRecord:
     participants = normalize_participants(participant_ids)
+    absent = initial_absent(participants, present)
     key = dialogue_key(participants)
     found = store.get_dialogue(owner, world_id, key)
     if found is not None:
         return found
-    store.create_dialogue(owner, world_id, participants)
+    store.create_dialogue(owner, world_id, participants, absent)
     created = store.get_dialogue(owner, world_id, key)
     if created is None:  # pragma: no cover - only if the table loses a just-committed item
         raise Conflict(f"dialogue {key!r} could not be created; retry")
     return created
 
 
-def _resolve(owner: str, world_id: str, dialogue: str | Sequence[str]) -> DialogueRecord:
+def _resolve(
+    owner: str, world_id: str, dialogue: str | Sequence[str], present: object = None
+) -> DialogueRecord:
     if isinstance(dialogue, str):
         dialogue_id = validate_dialogue_id(dialogue)
         found = store.get_dialogue(owner, world_id, dialogue_id)
@@ -162,7 +180,7 @@ def _resolve(owner: str, world_id: str, dialogue: str | Sequence[str]) -> Dialog
                 world_id=world_id,
             )
         return found
-    return _dialogue_for(owner, world_id, dialogue)
+    return _dialogue_for(owner, world_id, dialogue, present)
 
 
 @dataclass(frozen=True)
@@ -186,8 +204,14 @@ def add_entries(
     world_id: str,
     dialogue: str | Sequence[str],
     entries: Sequence[Mapping[str, Any] | NewEntry],
+    *,
+    present: Sequence[str] | None = None,
 ) -> list[AddedEntry]:
-    """Append entries in the given order (all validated before anything is written)."""
+    """Append entries in the given order (all validated before anything is written).
+
+    `present` (DLG-3): who is there when this call creates the dialogue (default: every participant);
+    it has no effect on a dialogue that exists, so a retried request behaves the same.
+    """
     world_id = validate_world_id(world_id)
     if not entries:
         raise InvalidInput("at least one entry is required", field="entries")
@@ -199,16 +223,28 @@ def add_entries(
     if not isinstance(dialogue, str):
         participants = set(normalize_participants(dialogue))
         _check_speakers(parsed, participants, dialogue_key(tuple(sorted(participants))))
-    record = _resolve(owner, world_id, dialogue)
+    record = _resolve(owner, world_id, dialogue, present)
     _check_speakers(parsed, set(record.participants), record.dialogue_id)
+    rehearse(parsed, record)
     out: list[AddedEntry] = []
     for new in parsed:
-        stored, created = store.append_entry(owner, world_id, record, new)
+        stored, created = store.append_entry(owner, world_id, record, new, perceive(new))
         out.append(AddedEntry(stored, created))
         if created:
-            # Our own write advanced the sequence; carry it so the next append needs no re-read.
-            record = replace(record, next_seq=stored.seq + 1)
+            record = _after(owner, world_id, record, new, stored)
     return out
+
+
+def _after(
+    owner: str, world_id: str, record: DialogueRecord, new: NewEntry, stored: EntryRecord
+) -> DialogueRecord:
+    """The dialogue after our own append, so the next append needs no re-read: written at the sequence
+    we read, nothing else changed it in between (a join or leave moves the sequence too)."""
+    if stored.seq != record.next_seq:  # the store re-read a dialogue others had written to
+        fresh = store.get_dialogue(owner, world_id, record.dialogue_id)
+        return fresh if fresh is not None else replace(record, next_seq=stored.seq + 1)
+    absent = decide(new, record).absent_after
+    return replace(record, next_seq=stored.seq + 1, absent=record.absent if absent is None else absent)
 
 
 def _check_speakers(entries: Sequence[NewEntry], participants: set[str], dialogue_id: str) -> None:
@@ -230,16 +266,23 @@ class HistoricalContext:
     primary: list[EntryRecord]
     ancillary: list[EntryRecord]
     ancillary_dialogues: list[str] = field(default_factory=list)
+    viewer: str | None = None  # DLG-3: built for this participant (only what it perceived)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {
+            "for": self.viewer,
             "participants": list(self.participants),
             "dialogue_id": self.dialogue_id,
-            "primary": [_labelled(e) for e in self.primary],
-            "ancillary": [_labelled(e) for e in self.ancillary],
+            "primary": labelled(self.primary),
+            "ancillary": labelled(self.ancillary),
             "ancillary_dialogues": list(self.ancillary_dialogues),
         }
+
+
+def labelled(entries: Sequence[EntryRecord]) -> list[dict[str, Any]]:
+    """Entries as history answers them (see `_labelled`)."""
+    return [_labelled(e) for e in entries]
 
 
 def _labelled(entry: EntryRecord) -> dict[str, Any]:
@@ -249,16 +292,37 @@ def _labelled(entry: EntryRecord) -> dict[str, Any]:
 
 
 def get_dialogue_entries(
-    owner: str, world_id: str, participant_ids: Sequence[str], limit: int = DEFAULT_HISTORY_LIMIT
+    owner: str,
+    world_id: str,
+    participant_ids: Sequence[str],
+    limit: int = DEFAULT_HISTORY_LIMIT,
+    viewer: str | None = None,
 ) -> list[EntryRecord]:
-    """The newest `limit` entries of exactly this participant set's dialogue, in tick order (1 Query)."""
+    """The newest `limit` entries of exactly this participant set's dialogue, in tick order (1 Query);
+    with `viewer`, only those it may know of (entries without an audience, or naming it in theirs)."""
     world_id = validate_world_id(world_id)
     limit = validate_limit(limit)
-    return store.newest_entries(owner, world_id, dialogue_key(normalize_participants(participant_ids)), limit)
+    key = dialogue_key(normalize_participants(participant_ids))
+    return store.newest_entries(owner, world_id, key, limit, viewer)
+
+
+def get_witnessed(
+    owner: str, world_id: str, participant_id: str, limit: int = DEFAULT_HISTORY_LIMIT
+) -> list[EntryRecord]:
+    """DLG-3: the newest `limit` entries the participant perceived in any dialogue of the world, oldest
+    first by game time. One Query of its witness partition, whatever the number and length of dialogues
+    (entries stored before audiences existed are not in it: read them with the history)."""
+    world_id = validate_world_id(world_id)
+    limit = validate_limit(limit)
+    return store.witnessed(owner, world_id, validate_participant_id(participant_id), limit)
 
 
 def get_historical_context(
-    owner: str, world_id: str, primary_participants: Sequence[str], limit: int = DEFAULT_HISTORY_LIMIT
+    owner: str,
+    world_id: str,
+    primary_participants: Sequence[str],
+    limit: int = DEFAULT_HISTORY_LIMIT,
+    viewer: str | None = None,
 ) -> HistoricalContext:
     """Primary and ancillary history of a participant set (seed 004 GetHistoricalContextFor).
 
@@ -268,14 +332,19 @@ def get_historical_context(
     more than n participants (so at most D items, usually far fewer) + S Queries (newest first,
     Limit=limit). Merge: O(S*limit*log S). Nothing is read from dialogues that can't be supersets, and
     nothing older than each dialogue's newest `limit` entries.
+
+    With `viewer` (DLG-3, one of the participants) every entry it did not perceive is left out; a
+    dialogue's Query then pages further back only past such entries, never into other dialogues.
     """
     world_id = validate_world_id(world_id)
     limit = validate_limit(limit)
     participants = normalize_participants(primary_participants)
+    if viewer is not None and validate_participant_id(viewer, field="for") not in participants:
+        raise InvalidInput(f"for names {viewer!r}, who is not one of the participants", field="for")
     key = dialogue_key(participants)
-    primary = store.newest_entries(owner, world_id, key, limit)
+    primary = store.newest_entries(owner, world_id, key, limit, viewer)
     if limit == 0:
-        return HistoricalContext(participants, key, [], [])
+        return HistoricalContext(participants, key, [], [], viewer=viewer)
     counts = store.participant_dialogue_counts(owner, world_id, participants)
     rarest = min(participants, key=lambda p: (counts[p], p))
     supersets: list[str] = []
@@ -286,6 +355,6 @@ def get_historical_context(
         ):
             if wanted.issubset(members):
                 supersets.append(dialogue_id)
-    streams = [store.newest_entries(owner, world_id, d, limit) for d in supersets]
+    streams = [store.newest_entries(owner, world_id, d, limit, viewer) for d in supersets]
     ancillary = store.merge_newest(streams, limit)
-    return HistoricalContext(participants, key, primary, ancillary, sorted(supersets))
+    return HistoricalContext(participants, key, primary, ancillary, sorted(supersets), viewer)

@@ -156,6 +156,8 @@ class PromptBuildConfig:
     #: Seed 004 "cross-dialogue access": other participant sets whose dialogues (their newest
     #: `history_limit` entries) join the background, e.g. a suspect's earlier statements in a court scene.
     references: tuple[tuple[str, ...], ...] = ()
+    #: DLG-3: whose memory (JSON `for`, default ai_participant): entries it did not perceive are left out.
+    viewer: str | None = None
 
     def __post_init__(self) -> None:
         validate_world_id(self.world_id)
@@ -175,6 +177,11 @@ class PromptBuildConfig:
                     f"ai_participant {self.ai_participant!r} is not one of the participants",
                     field="ai_participant",
                 )
+        if (
+            self.viewer is not None
+            and validate_participant_id(self.viewer, field="for") not in self.participants
+        ):
+            raise InvalidInput(f"for names {self.viewer!r}, who is not one of the participants", field="for")
         validate_limit(self.history_limit, field="history_limit")
         if self.max_prompt_tokens is not None and (
             isinstance(self.max_prompt_tokens, bool)
@@ -227,6 +234,11 @@ class PromptBuildConfig:
                 check_tick(self.current.game_tick)
 
     @property
+    def reader(self) -> str | None:
+        """DLG-3: the participant whose memory the history comes from (`for`, else the voiced NPC)."""
+        return self.viewer or self.ai_participant
+
+    @property
     def resolved_language(self) -> Language:
         """The explicit language, else Chinese when the calendar renders Chinese, else English."""
         if self.language is not None:
@@ -239,7 +251,7 @@ class PromptBuildConfig:
         """Build from a JSON object (HTTP body, queue or direct payload); unknown keys are an error."""
         if not isinstance(data, Mapping):
             raise InvalidInput("the prompt request must be a JSON object", field="body")
-        allowed = {f for f in cls.__dataclass_fields__ if f != "world_id"}
+        allowed = {f for f in cls.__dataclass_fields__ if f not in ("world_id", "viewer")} | {"for"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise InvalidInput(
@@ -248,7 +260,8 @@ class PromptBuildConfig:
         for required in ("participants", "system_prompt"):
             if required not in data:
                 raise InvalidInput(f"{required!r} is required", field=required)
-        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k != "current"}
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k not in ("current", "for")}
+        kwargs["viewer"] = data.get("for")
         current = data.get("current")
         if current is not None:
             if not isinstance(current, Mapping) or not {"participant_id", "content"} <= set(current):
@@ -288,10 +301,12 @@ class PromptStats:
     references_available: int = 0
     references_kept: int = 0
     reference_dialogues: list[str] = field(default_factory=list)
+    viewer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {
+            "for": self.viewer,
             "token_method": self.token_method,
             "token_budget": self.token_budget,
             "tokens_used": self.tokens_used,
@@ -385,13 +400,15 @@ def build_structured_prompt(
     """
     if history is None:
         history = get_historical_context(
-            _reader(owner), config.world_id, config.participants, config.history_limit
+            _reader(owner), config.world_id, config.participants, config.history_limit, config.reader
         )
     if references is None:
         references = [
             e
             for participants in config.references
-            for e in get_dialogue_entries(_reader(owner), config.world_id, participants, config.history_limit)
+            for e in get_dialogue_entries(
+                _reader(owner), config.world_id, participants, config.history_limit, config.reader
+            )
         ]
     background_entries = _background_entries(history.ancillary, references)
     calendar = get_calendar(config.calendar)
@@ -456,6 +473,7 @@ def build_structured_prompt(
         ancillary_dialogues=list(history.ancillary_dialogues),
         reference_dialogues=sorted({e.entry.dialogue_id for e in background_entries if e.is_reference}),
         passes=[first.stats.to_dict()] + ([second.to_dict()] if second is not None else []),
+        viewer=config.reader,
     )
     return PromptPayload(messages, stats)
 

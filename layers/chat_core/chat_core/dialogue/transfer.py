@@ -20,11 +20,24 @@ from chat_core.store.dialogues import (
     DialogueRecord,
     EntryRecord,
     NewEntry,
+    Perceive,
+    Perception,
     dialogue_key,
     normalize_participants,
     validate_world_id,
 )
 
+_ENTRY_LINE_FIELDS: Final = (
+    "participant_id",
+    "role",
+    "content",
+    "game_tick",
+    "name",
+    "entry_id",
+    "audience",
+    "visibility",
+    "kind",
+)
 EXPORT_FORMAT: Final = "chat-history.dialogues"
 EXPORT_VERSION: Final = 1
 
@@ -62,6 +75,7 @@ def export_world(owner: str, world_id: str) -> Iterator[dict[str, Any]]:
             "updated_at": meta.updated_at,
             "next_seq": meta.next_seq,
             "entry_count": meta.entry_count,
+            **({"absent": list(meta.absent)} if meta.absent else {}),
         }
         for e in entries:
             yield {"type": "entry", **e.to_dict()}
@@ -185,6 +199,7 @@ def _parse_dialogue_line(number: int, line: Mapping[str, Any]) -> DialogueRecord
         participants=participants,
         next_seq=_count_field(number, line, "next_seq"),
         entry_count=_count_field(number, line, "entry_count"),
+        absent=_subset(number, line, "absent", participants),
         created_at=_timestamp_field(number, line, "created_at"),
         updated_at=_timestamp_field(number, line, "updated_at"),
     )
@@ -202,17 +217,19 @@ def _parse_entry_line(
     created_at = _timestamp_field(number, line, "created_at")
     if "entry_id" not in line:
         raise _bad_line(number, "entry is missing 'entry_id'")
+    participants = dialogues[dialogue_id].record.participants
+    # A join or leave was perceived by whoever was present: its stored audience is checked here, not
+    # as a request's (where it may not be given).
     fields = {
-        k: line[k]
-        for k in ("participant_id", "role", "content", "game_tick", "name", "entry_id")
-        if k in line
+        k: line[k] for k in _ENTRY_LINE_FIELDS if k in line and not (k == "audience" and "kind" in line)
     }
     try:
         entry = parse_entry(fields)
     except InvalidInput as exc:
         raise _bad_line(number, exc.message) from exc
-    if entry.participant_id not in dialogues[dialogue_id].record.participants:
+    if entry.participant_id not in participants:
         raise _bad_line(number, f"{entry.participant_id!r} is not a participant of {dialogue_id!r}")
+    audience = _subset(number, line, "audience", participants) or None
     return EntryRecord(
         dialogue_id=dialogue_id,
         entry_id=str(entry.entry_id),
@@ -223,7 +240,26 @@ def _parse_entry_line(
         seq=seq,
         created_at=created_at,
         name=entry.name,
+        audience=audience,
+        visibility=entry.visibility,
+        kind=entry.kind,
     )
+
+
+def _subset(
+    number: int, line: Mapping[str, Any], name: str, participants: tuple[str, ...]
+) -> tuple[str, ...]:
+    """An optional list of the dialogue's participants (`absent`, `audience`), sorted; () when absent."""
+    if line.get(name) is None:
+        return ()
+    try:
+        ids = normalize_participants(line[name], field=name)
+    except InvalidInput as exc:
+        raise _bad_line(number, exc.message) from exc
+    strangers = [p for p in ids if p not in participants]
+    if strangers:
+        raise _bad_line(number, f"{name} names {strangers[0]!r}, who is not a participant")
+    return ids
 
 
 def import_world(
@@ -265,14 +301,19 @@ def _import(owner: str, world_id: str, lines: Iterable[tuple[int, object]], mode
             )
         merged += 1
         for e in sorted(d.entries, key=lambda e: (e.game_tick, e.seq)):
-            new = NewEntry(e.participant_id, e.role, e.content, e.game_tick, e.name, e.entry_id)
-            stored, was_created = store.append_entry(owner, world_id, existing, new)
+            new = NewEntry(e.participant_id, e.role, e.content, e.game_tick, e.name, e.entry_id, kind=e.kind)
+            stored, was_created = store.append_entry(owner, world_id, existing, new, _as_exported(e))
             if was_created:
                 added += 1
                 existing = replace(existing, next_seq=stored.seq + 1)
             else:
                 skipped += 1
     return ImportResult(world_id, mode, created, merged, added, skipped)
+
+
+def _as_exported(e: EntryRecord) -> Perceive:
+    """DLG-3: a merged entry keeps the audience it was exported with (membership is not replayed)."""
+    return lambda d: Perception(e.audience or d.participants, e.audience, e.visibility)
 
 
 def import_world_jsonl(owner: str, world_id: str, text: str, *, mode: ImportMode = "restore") -> ImportResult:

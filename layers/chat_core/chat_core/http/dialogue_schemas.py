@@ -34,10 +34,14 @@ class DialogueEntryIn(_Strict):
     """One line of a dialogue."""
 
     participant_id: ParticipantId = Field(description="Who said it; must be a participant of the dialogue.")
-    role: Annotated[str, StringConstraints(min_length=1, max_length=32)] = Field(
-        description='A label such as "user", "assistant" or "character" (the prompt derives chat roles).'
+    role: Annotated[str, StringConstraints(min_length=1, max_length=32)] | None = Field(
+        default=None,
+        description='A label such as "user", "assistant" or "character" (the prompt derives chat roles); '
+        'a join or leave defaults to "event".',
     )
-    content: str = Field(description="What was said (1..5000 characters).")
+    content: str | None = Field(
+        default=None, description="What was said (1..5000 characters); a join or leave may leave it out."
+    )
     game_tick: int = Field(description="Game time in ticks (0..2**63-1); history is ordered by it.")
     name: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)] | None = Field(
         default=None, description="Display name of the speaker at the time (optional)."
@@ -45,6 +49,15 @@ class DialogueEntryIn(_Strict):
     entry_id: Annotated[str, StringConstraints(min_length=1, max_length=MAX_ENTRY_ID_CHARS)] | None = Field(
         default=None,
         description="Client id of this entry; a repeated id in one dialogue is stored once (safe retries).",
+    )
+    audience: ParticipantList | None = Field(
+        default=None, description="DLG-3: who perceived it (default: everyone present); the speaker always."
+    )
+    visibility: Literal["public", "private", "whisper"] | None = Field(
+        default=None, description="DLG-3: public (everyone present), private (the speaker alone), whisper."
+    )
+    kind: Literal["line", "join", "leave"] | None = Field(
+        default=None, description="DLG-3: a line (default), or the speaker joining or leaving the dialogue."
     )
 
 
@@ -56,6 +69,10 @@ class AddEntriesIn(_Strict):
     )
     dialogue_id: Annotated[str, StringConstraints(min_length=1, max_length=2100)] | None = Field(
         default=None, description="An existing dialogue's id (instead of participants)."
+    )
+    present: ParticipantList | None = Field(
+        default=None,
+        description="DLG-3: who is there when this request creates the dialogue (default: everyone).",
     )
     entry: DialogueEntryIn | None = None
     entries: (
@@ -128,7 +145,12 @@ class PromptIn(_Strict):
         default=None,
         description="Other participant sets whose dialogues join the background (a suspect's statements).",
     )
+    viewer: ParticipantId | None = Field(
+        default=None,
+        alias="for",
+        description="DLG-3: whose memory the history is (default ai_participant): only what it perceived.",
+    )
 
     def config_mapping(self) -> dict[str, Any]:
         """The body as the mapping `PromptBuildConfig.from_mapping` takes."""
-        return self.model_dump(exclude_none=True)
+        return self.model_dump(exclude_none=True, by_alias=True)

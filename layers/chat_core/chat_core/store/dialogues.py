@@ -27,7 +27,7 @@ import re
 import time
 import unicodedata
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -43,6 +43,7 @@ from chat_core.store.items import (
     EntryIdGuardItem,
     ParticipantDialogueItem,
     ParticipantStatsItem,
+    WitnessItem,
     WorldDialogueItem,
 )
 from chat_core.store.keys import entry_sk
@@ -58,6 +59,7 @@ MAX_NAME_CHARS: Final = 64
 MAX_READABLE_KEY_BYTES: Final = 400
 PARTICIPANT_JOINER: Final = "+"
 _APPEND_ATTEMPTS: Final = 20
+_FILTERED_PAGE: Final = 50  # entries read per request when history is filtered for one viewer
 
 _WORLD_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _ENTRY_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
@@ -181,6 +183,12 @@ class DialogueRecord:
     entry_count: int
     created_at: str
     updated_at: str
+    absent: tuple[str, ...] = ()
+
+    @property
+    def present(self) -> tuple[str, ...]:
+        """DLG-3: the participants there now (everyone but those who left or have not joined)."""
+        return tuple(p for p in self.participants if p not in self.absent)
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,27 @@ class NewEntry:
     game_tick: int
     name: str | None = None
     entry_id: str | None = None
+    audience: tuple[str, ...] | None = None
+    visibility: str | None = None
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class Perception:
+    """DLG-3, decided by `dialogue.audience` from the dialogue as it is when the entry is written."""
+
+    witnesses: tuple[str, ...]  # every participant who perceived it: one witness row each
+    audience: tuple[str, ...] | None  # stored on the entry when it is not every participant
+    visibility: str | None
+    absent_after: tuple[str, ...] | None = None  # the dialogue's new absent set (join / leave)
+
+
+Perceive = Callable[["DialogueRecord"], Perception]
+
+
+def everyone(dialogue: DialogueRecord) -> Perception:
+    """Every participant perceived it (entries written without audiences, as before DLG-3)."""
+    return Perception(dialogue.participants, None, None)
 
 
 @dataclass(frozen=True)
@@ -208,6 +237,13 @@ class EntryRecord:
     seq: int
     created_at: str
     name: str | None = None
+    audience: tuple[str, ...] | None = None
+    visibility: str | None = None
+    kind: str | None = None
+
+    def perceived_by(self, participant_id: str) -> bool:
+        """DLG-3: whether this participant (one of its dialogue's) perceived the entry."""
+        return self.audience is None or participant_id in self.audience
 
     def sort_key(self) -> tuple[int, str, str, int]:
         """Game tick first; equal ticks by wall-clock arrival, then dialogue and sequence (deterministic)."""
@@ -227,6 +263,11 @@ class EntryRecord:
         }
         if self.name is not None:
             out["name"] = self.name
+        if self.audience is not None:
+            out["audience"] = list(self.audience)
+        for key in ("visibility", "kind"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
 
@@ -238,10 +279,11 @@ def dialogue_record(item: DialogueMetaItem) -> DialogueRecord:
         entry_count=int(item.entry_count),
         created_at=item.created_at,
         updated_at=item.updated_at,
+        absent=tuple(item.absent or ()),
     )
 
 
-def entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
+def entry_record(dialogue_id: str, item: DialogueEntryItem | WitnessItem) -> EntryRecord:
     return EntryRecord(
         dialogue_id=dialogue_id,
         entry_id=item.entry_id,
@@ -252,6 +294,9 @@ def entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
         seq=int(item.seq),
         created_at=item.created_at,
         name=item.name,
+        audience=None if item.audience is None else tuple(item.audience),
+        visibility=item.visibility,
+        kind=item.kind,
     )
 
 
@@ -277,7 +322,9 @@ def get_dialogue(owner: str, world_id: str, dialogue_id: str) -> DialogueRecord 
     return dialogue_record(item)
 
 
-def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) -> bool:
+def create_dialogue(
+    owner: str, world_id: str, participants: tuple[str, ...], absent: tuple[str, ...] = ()
+) -> bool:
     """Create a dialogue with its directory, index and counter items in one transaction.
 
     Returns True if this call created it, False if it already existed (a concurrent start won).
@@ -297,6 +344,7 @@ def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) ->
         entry_count=0,
         created_at=now,
         updated_at=now,
+        absent=list(absent) or None,
     )
     try:
         with TransactWrite(connection=connection(settings)) as tx:
@@ -336,22 +384,26 @@ def create_dialogue(owner: str, world_id: str, participants: tuple[str, ...]) ->
 
 
 def append_entry(
-    owner: str, world_id: str, dialogue: DialogueRecord, entry: NewEntry
+    owner: str, world_id: str, dialogue: DialogueRecord, entry: NewEntry, perceive: Perceive = everyone
 ) -> tuple[EntryRecord, bool]:
     """Store `entry` at the dialogue's next sequence; returns (record, created).
 
     One TransactWrite: put the entry, put its entry-id guard, bump `next_seq` only if it still has the
     value we read. A concurrent writer makes the bump fail; we re-read and retry, so equal-tick entries
     keep their arrival order and none is lost. A repeated `entry_id` returns the stored entry with
-    created=False instead of writing it twice.
+    created=False instead of writing it twice. `perceive` decides, from the dialogue as read, who perceived
+    the entry (one witness row each, in the same transaction: at most 3 + 32 items) and whether it
+    changes who is present; a retry after a stale read decides again from the fresh dialogue.
     """
     settings = bind()
     pk = DialogueMetaItem.pk_for(owner, world_id, dialogue.dialogue_id)
     entry_id = entry.entry_id or _new_entry_id()
     expected = dialogue.next_seq
+    current = dialogue
     for attempt in range(_APPEND_ATTEMPTS):
         now = _now()
         sk = entry_sk(entry.game_tick, expected)
+        seen = perceive(current)
         item = DialogueEntryItem(
             pk,
             sk,
@@ -363,7 +415,18 @@ def append_entry(
             seq=expected,
             name=entry.name,
             created_at=now,
+            audience=None if seen.audience is None else list(seen.audience),
+            visibility=seen.visibility,
+            kind=entry.kind,
         )
+        record = entry_record(dialogue.dialogue_id, item)
+        meta_actions: list[Any] = [
+            DialogueMetaItem.next_seq.set(expected + 1),
+            DialogueMetaItem.entry_count.add(1),
+            DialogueMetaItem.updated_at.set(now),
+        ]
+        if seen.absent_after is not None:
+            meta_actions.append(DialogueMetaItem.absent.set(list(seen.absent_after)))
         try:
             with TransactWrite(connection=connection(settings)) as tx:
                 tx.save(item, condition=DialogueEntryItem.pk.does_not_exist())
@@ -373,17 +436,15 @@ def append_entry(
                 )
                 tx.update(
                     DialogueMetaItem(pk, DialogueMetaItem.SK),
-                    actions=[
-                        DialogueMetaItem.next_seq.set(expected + 1),
-                        DialogueMetaItem.entry_count.add(1),
-                        DialogueMetaItem.updated_at.set(now),
-                    ],
+                    actions=meta_actions,
                     condition=DialogueMetaItem.next_seq == expected,
                     add_version_condition=False,
                 )
+                for witness in seen.witnesses:
+                    tx.save(witness_item(owner, world_id, witness, record))
         except TransactWriteError as exc:
             reasons = exc.cancellation_reasons or []
-            codes = [r.code if r is not None else None for r in reasons]
+            codes = [r.code if r is not None else None for r in reasons][:3]
             if len(codes) == 3 and codes[1] == "ConditionalCheckFailed":
                 existing = _entry_by_id(owner, world_id, dialogue.dialogue_id, entry_id)
                 if existing is not None:
@@ -394,15 +455,35 @@ def append_entry(
                 if fresh is None:
                     raise DialogueNotFound(f"dialogue {dialogue.dialogue_id!r} no longer exists") from exc
                 expected = fresh.next_seq
+                current = fresh
                 # Jittered backoff: writers racing on one dialogue spread out instead of colliding again.
                 time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # noqa: S311
                 continue
             raise unavailable(exc, "storing a dialogue entry") from exc
-        record = entry_record(dialogue.dialogue_id, item)
         return record, True
     raise Conflict(
         f"dialogue {dialogue.dialogue_id!r} is being written by many writers at once; retry",
         dialogue_id=dialogue.dialogue_id,
+    )
+
+
+def witness_item(owner: str, world_id: str, witness: str, e: EntryRecord) -> WitnessItem:
+    """DLG-3: the copy of entry `e` in the witness partition of `witness`."""
+    return WitnessItem(
+        WitnessItem.pk_for(owner, world_id, witness),
+        WitnessItem.sk_for(e.game_tick, e.created_at, e.dialogue_id, e.seq),
+        dialogue_id=e.dialogue_id,
+        entry_id=e.entry_id,
+        participant_id=e.participant_id,
+        role=e.role,
+        content=e.content,
+        game_tick=e.game_tick,
+        seq=e.seq,
+        name=e.name,
+        created_at=e.created_at,
+        audience=None if e.audience is None else list(e.audience),
+        visibility=e.visibility,
+        kind=e.kind,
     )
 
 
@@ -425,17 +506,52 @@ def _entry_by_id(owner: str, world_id: str, dialogue_id: str, entry_id: str) -> 
 # -------------------------------------------------------------------------------------------- reading
 
 
-def newest_entries(owner: str, world_id: str, dialogue_id: str, limit: int) -> list[EntryRecord]:
-    """One Query, newest first with Limit=limit; returned oldest first (tick, then sequence)."""
+def newest_entries(
+    owner: str, world_id: str, dialogue_id: str, limit: int, viewer: str | None = None
+) -> list[EntryRecord]:
+    """One Query, newest first with Limit=limit; returned oldest first (tick, then sequence).
+
+    With `viewer` (DLG-3), only the entries that participant perceived: the same Query with a filter,
+    paging further back only past entries the viewer did not perceive (whispers among others).
+    """
     bind()
     if limit <= 0:
         return []
     pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    perceived = (
+        None
+        if viewer is None
+        else DialogueEntryItem.audience.does_not_exist() | DialogueEntryItem.audience.contains(viewer)
+    )
     try:
         items = list(
             DialogueEntryItem.query(
                 pk,
                 DialogueEntryItem.sk.startswith("E#"),
+                filter_condition=perceived,
+                scan_index_forward=False,
+                limit=limit,
+                page_size=limit if viewer is None else max(limit, _FILTERED_PAGE),
+                consistent_read=True,
+            )
+        )
+    except PynamoDBException as exc:
+        raise unavailable(exc, "reading dialogue entries") from exc
+    return [entry_record(dialogue_id, i) for i in reversed(items)]
+
+
+def witnessed(owner: str, world_id: str, participant_id: str, limit: int) -> list[EntryRecord]:
+    """DLG-3: the newest `limit` entries this participant perceived, in any dialogue of the world,
+    returned oldest first. One Query (Limit=limit) of its witness partition: the cost does not depend
+    on how many dialogues it was in nor on their length."""
+    bind()
+    if limit <= 0:
+        return []
+    try:
+        items = list(
+            WitnessItem.query(
+                WitnessItem.pk_for(owner, world_id, participant_id),
+                WitnessItem.sk.startswith("E#"),
                 scan_index_forward=False,
                 limit=limit,
                 page_size=limit,
@@ -443,8 +559,8 @@ def newest_entries(owner: str, world_id: str, dialogue_id: str, limit: int) -> l
             )
         )
     except PynamoDBException as exc:
-        raise unavailable(exc, "reading dialogue entries") from exc
-    return [entry_record(dialogue_id, i) for i in reversed(items)]
+        raise unavailable(exc, "reading what a participant witnessed") from exc
+    return [entry_record(i.dialogue_id, i) for i in reversed(items)]
 
 
 def participant_dialogue_counts(owner: str, world_id: str, participants: Sequence[str]) -> dict[str, int]:

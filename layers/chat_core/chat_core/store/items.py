@@ -349,6 +349,8 @@ class DialogueMetaItem(TableItem, discriminator="dialogue"):
     entry_count = NumberAttribute(default=0)
     created_at = UnicodeAttribute()
     updated_at = UnicodeAttribute()
+    #: DLG-3: participants who left (or were not there at the start) and have not joined since.
+    absent = ListAttribute[str](null=True)
 
     @classmethod
     def pk_for(cls, owner: str, world_id: str, dialogue_id: str) -> str:
@@ -424,6 +426,37 @@ class DialogueEntryItem(TableItem, discriminator="dialogue_entry"):
     seq = NumberAttribute()
     name = UnicodeAttribute(null=True)
     created_at = UnicodeAttribute()
+    #: DLG-3: who perceived it, stored only when that is not every participant (absent: all of them).
+    audience = ListAttribute[str](null=True)
+    visibility = UnicodeAttribute(null=True)
+    kind = UnicodeAttribute(null=True)  # "join" / "leave"; absent: a line
+
+
+class WitnessItem(TableItem, discriminator="witness"):
+    """DLG-3: a copy of an entry in the partition of each participant who perceived it, in game-time
+    order across all dialogues, so "what P witnessed" is one key-range Query."""
+
+    dialogue_id = UnicodeAttribute()
+    entry_id = UnicodeAttribute()
+    participant_id = UnicodeAttribute()
+    role = UnicodeAttribute()
+    content = UnicodeAttribute()
+    game_tick = NumberAttribute()
+    seq = NumberAttribute()
+    name = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+    audience = ListAttribute[str](null=True)
+    visibility = UnicodeAttribute(null=True)
+    kind = UnicodeAttribute(null=True)
+
+    @classmethod
+    def pk_for(cls, owner: str, world_id: str, participant_id: str) -> str:
+        return f"{world_prefix(owner, world_id)}#WIT#{participant_id}"
+
+    @classmethod
+    def sk_for(cls, game_tick: int, created_at: str, dialogue_id: str, seq: int) -> str:
+        # The order of EntryRecord.sort_key: tick, arrival time (fixed-width ISO), dialogue, sequence.
+        return f"E#{game_tick:020d}#{created_at}#{dialogue_id}#{seq:010d}"
 
 
 class EntryIdGuardItem(TableItem, discriminator="dialogue_entry_id"):

@@ -18,6 +18,7 @@ from chat_core.store.dialogues import (
     dialogue_record,
     entry_record,
     unavailable,
+    witness_item,
 )
 from chat_core.store.items import (
     DialogueEntryItem,
@@ -112,9 +113,14 @@ def restore_dialogue(
                         seq=e.seq,
                         name=e.name,
                         created_at=e.created_at,
+                        audience=None if e.audience is None else list(e.audience),
+                        visibility=e.visibility,
+                        kind=e.kind,
                     )
                 )
                 batch.save(EntryIdGuardItem(pk, EntryIdGuardItem.sk_for(e.entry_id), entry_sk=sk))
+                for witness in e.audience or participants:
+                    batch.save(witness_item(owner, world_id, witness, e))
             for p in participants:
                 batch.save(
                     ParticipantDialogueItem(
@@ -138,6 +144,7 @@ def restore_dialogue(
                     entry_count=dialogue.entry_count,
                     created_at=dialogue.created_at,
                     updated_at=dialogue.updated_at,
+                    absent=list(dialogue.absent) or None,
                 ),
                 condition=DialogueMetaItem.pk.does_not_exist(),
             )
