@@ -556,3 +556,61 @@ def test_seed004_court_scene_reads_a_referenced_dialogue(chat_service: None) -> 
         {"participants": ["judge", "suspect"], "system_prompt": "x", "references": [["guard", "suspect"]]}
     )
     assert "bob's secret" not in json.dumps(bobs.body)
+
+
+def test_dlg3_audiences_over_http(chat_service: None) -> None:
+    """DLG-3 over HTTP: entries with audience/visibility/kind and a dialogue started with `present`;
+    history `for=` one participant, `for=` alone (what it witnessed), a prompt `for` the voiced NPC."""
+    # Given C arrives late and A whispers to B after C is there
+    started = post_entries(
+        {
+            "participants": ["A", "B", "C"],
+            "present": ["A", "B"],
+            "entries": [
+                {"participant_id": "A", "role": "character", "content": "before C", "game_tick": 1},
+                {"participant_id": "C", "kind": "join", "game_tick": 2},
+                {
+                    "participant_id": "A",
+                    "role": "character",
+                    "content": "psst",
+                    "game_tick": 3,
+                    "visibility": "whisper",
+                    "audience": ["B"],
+                },
+            ],
+        }
+    )
+    assert started.status == 201, started.body
+    stored = started.body["entries"]
+    assert stored[0]["audience"] == ["A", "B"]
+    assert (stored[1]["kind"], stored[1]["content"], stored[1]["role"]) == ("join", "C joined.", "event")
+    assert (stored[2]["visibility"], stored[2]["audience"]) == ("whisper", ["A", "B"])
+    # When C's history, C's witness list and a prompt voicing C are asked for
+    c = history("A,B,C", **{"for": "C"})
+    assert c.status == 200, c.body
+    assert (c.body["for"], contents(c.body["primary"])) == ("C", ["C joined."])
+    alone = history(None, **{"for": "C"})
+    assert alone.status == 200, alone.body
+    assert contents(alone.body["witnessed"]) == ["C joined."]
+    assert "primary" not in alone.body
+    voiced = prompt({"participants": ["A", "B", "C"], "system_prompt": "s", "ai_participant": "C"})
+    assert voiced.status == 200, voiced.body
+    assert "psst" not in json.dumps(voiced.body["messages"])
+    assert voiced.body["stats"]["for"] == "C"
+    # Then B's view holds the whisper, and the whole history (no for) everything
+    b = prompt({"participants": ["A", "B", "C"], "system_prompt": "s", "ai_participant": "C", "for": "B"})
+    assert "psst" in json.dumps(b.body["messages"])
+    assert contents(history("A,B,C").body["primary"]) == ["before C", "C joined.", "psst"]
+    # And bad input is a 4xx naming the problem
+    assert history("A,B", **{"for": "C"}).status == 400
+    whisper = {
+        "participant_id": "A",
+        "role": "character",
+        "content": "x",
+        "game_tick": 4,
+        "visibility": "whisper",
+    }
+    refused = post_entries({"dialogue_id": "A+B+C", "entry": whisper})
+    assert refused.status == 400
+    assert refused.body["error"]["message"] == "a whisper needs an audience: who hears it besides the speaker"
+    assert post_entries({"dialogue_id": "A+B+C", "entry": {**whisper, "visibility": "loud"}}).status == 422

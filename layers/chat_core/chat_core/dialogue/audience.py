@@ -47,8 +47,9 @@ def parse_perception(data: Mapping[str, Any]) -> dict[str, Any]:
                 f"visibility must be one of {', '.join(VISIBILITIES)}, got {visibility!r}", field="visibility"
             )
         out["visibility"] = visibility
-    if data.get("audience") is not None:
-        out["audience"] = normalize_participants(data["audience"], field="audience")
+    audience = data.get("audience")
+    if audience is not None:  # [] is the speaker alone, like private
+        out["audience"] = () if audience in ([], ()) else normalize_participants(audience, field="audience")
     if visibility == "whisper" and "audience" not in out:
         raise InvalidInput("a whisper needs an audience: who hears it besides the speaker", field="audience")
     return out

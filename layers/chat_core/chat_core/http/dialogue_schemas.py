@@ -50,7 +50,7 @@ class DialogueEntryIn(_Strict):
         default=None,
         description="Client id of this entry; a repeated id in one dialogue is stored once (safe retries).",
     )
-    audience: ParticipantList | None = Field(
+    audience: Annotated[list[ParticipantId], Field(max_length=MAX_PARTICIPANTS)] | None = Field(
         default=None, description="DLG-3: who perceived it (default: everyone present); the speaker always."
     )
     visibility: Literal["public", "private", "whisper"] | None = Field(
