@@ -432,6 +432,26 @@ class PromptOut(_Out):
     stats: dict[str, Any]
 
 
+class WorldDeletedOut(_Out):
+    """DLG-4: the world is gone from every route; its items are purged after `purge_after`."""
+
+    world_id: str
+    deleted_at: str
+    purge_after: str
+
+
+class DialogueDeletedOut(_Out):
+    world_id: str
+    dialogue_id: str
+    entries_deleted: int
+
+
+class EntryDeletedOut(_Out):
+    world_id: str
+    dialogue_id: str
+    deleted: EntryOut
+
+
 class ImportOut(_Out):
     world_id: str
     mode: Literal["restore", "merge"]
@@ -627,6 +647,13 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     ),
     "GET /worlds/{world_id}/dialogues": RouteDoc(200, DialoguesOut, _READ),
     "POST /worlds/{world_id}/prompt": RouteDoc(200, PromptOut, _WRITE),
+    "DELETE /worlds/{world_id}": RouteDoc(200, WorldDeletedOut, (400, 401, 404, 503)),
+    "DELETE /worlds/{world_id}/dialogues/{dialogue_id}": RouteDoc(
+        200, DialogueDeletedOut, (400, 401, 404, 503)
+    ),
+    "DELETE /worlds/{world_id}/dialogues/{dialogue_id}/entries/{entry_id}": RouteDoc(
+        200, EntryDeletedOut, (400, 401, 404, 503)
+    ),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
     "POST /worlds/{world_id}/import": RouteDoc(
         201,

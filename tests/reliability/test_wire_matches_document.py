@@ -252,6 +252,21 @@ def test_every_answer_of_every_route_is_documented(
     # DLG-2: the caller's worlds and a world's dialogues.
     assert world in [w["world_id"] for w in client.get("/worlds").json()["items"]]
     assert client.get(f"/worlds/{world}/dialogues").json()["items"][0]["participants"] == ["ann", "bob"]
+    # DLG-3: history for one participant, and what it witnessed.
+    assert (
+        client.get(f"/worlds/{world}/history", params={"participants": "ann,bob", "for": "bob"}).status_code
+        == 200
+    )
+    assert client.get(f"/worlds/{world}/history", params={"for": "bob"}).status_code == 200
+    # DLG-4: delete an entry, a dialogue, a world; then the world is gone (404) and closed to writes (409).
+    entry_route = f"/worlds/{copy_world}/dialogues/ann+bob/entries/e1"
+    assert client.delete(entry_route).status_code == 200
+    assert client.delete(entry_route).status_code == 404
+    assert client.delete(f"/worlds/{copy_world}/dialogues/ann+bob").status_code == 200
+    assert client.delete(f"/worlds/{world}").status_code == 200
+    assert client.delete(f"/worlds/{world}").status_code == 404
+    assert client.get(f"/worlds/{world}/history", params={"participants": "ann,bob"}).status_code == 404
+    assert client.post(f"/worlds/{world}/dialogues/entries", json=body).status_code == 409
     # CON-1: the console's page and files; 404 for a name it does not have.
     for path in ("/console", "/console/console.js", "/console/console.css"):
         assert client.get(path).status_code == 200

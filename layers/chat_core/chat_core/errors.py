@@ -117,6 +117,24 @@ class DialogueNotFound(NotFound):
     code = "dialogue_not_found"
 
 
+class WorldNotFound(NotFound):
+    """No such world of this owner, or it was deleted (DLG-4)."""
+
+    code = "world_not_found"
+
+
+class WorldDeleted(Conflict):
+    """A write into a world that was deleted and is waiting for its purge (DLG-4)."""
+
+    code = "world_deleted"
+
+
+class EntryNotFound(NotFound):
+    """No entry with that id in the dialogue (DLG-4)."""
+
+    code = "entry_not_found"
+
+
 class WorldNotEmpty(Conflict):
     """An import into a world that already holds dialogues, without asking to merge."""
 

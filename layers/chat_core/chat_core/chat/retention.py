@@ -17,8 +17,10 @@ from typing import Any
 
 from chat_core.errors import ConversationNotExpired, InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics
-from chat_core.store import blobs
+from chat_core.store import blobs, world_io
 from chat_core.store import conversations as conversation_store
+from chat_core.store.dialogues import validate_world_id
+from chat_core.store.items import WorldItem
 from chat_core.store.keys import META_SK, conversation_pk, is_valid_id, is_valid_owner
 from chat_core.store.partitions import delete_partition, parse_conversation_pk
 
@@ -79,6 +81,24 @@ def expired_conversation(record: Mapping[str, Any]) -> tuple[str, str] | None:
     return parsed
 
 
+def expired_world(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """DLG-4: (owner, world_id) when `record` is the TTL removal of a deleted world's item, else None.
+    Its key must be the one the item's own owner and world id build."""
+    if not is_ttl_removal(record):
+        return None
+    ddb = record.get("dynamodb") or {}
+    keys, old = ddb.get("Keys") or {}, ddb.get("OldImage") or {}
+    owner, world_id = _string(old, "owner"), _string(old, "world_id")
+    if _string(old, "type") != "world" or owner is None or world_id is None or not is_valid_owner(owner):
+        return None
+    if (_string(keys, "pk"), _string(keys, "sk")) != (WorldItem.pk_for(owner), WorldItem.sk_for(world_id)):
+        return None
+    try:
+        return owner, validate_world_id(world_id)
+    except InvalidInput:
+        return None
+
+
 def purge_partition(owner: str, conversation_id: str) -> PurgeResult:
     """Delete everything in the conversation's partition (idempotent; an empty one deletes nothing)."""
     # API-17: the content parts kept in S3 go with the conversation (its whole prefix, idempotent);
@@ -128,9 +148,19 @@ def process_stream(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Other records are ignored (the event source mapping's filter should not have sent them). A purge
     that fails raises after the others were tried, so Lambda retries the batch; purging is idempotent.
     """
-    targets = _targets(records)
+    worlds = [w for w in (expired_world(r) for r in records) if w is not None]
+    targets = _targets([r for r in records if expired_world(r) is None])
     results: list[PurgeResult] = []
     failure: Exception | None = None
+    for owner, world_id in worlds:  # DLG-4
+        try:
+            purged = world_io.purge_world(owner, world_id)
+        except Exception as exc:  # tried the rest first; re-raised below for the retry
+            logger.exception("world purge failed; the stream retries", world_id=world_id)
+            failure = failure or exc
+            continue
+        metrics.add_metric(name="WorldsPurged", unit=MetricUnit.Count, value=1)
+        logger.info("world purged", world_id=world_id, deleted=purged)
     for owner, conversation_id in targets:
         try:
             results.append(purge_partition(owner, conversation_id))
@@ -147,6 +177,7 @@ def process_stream(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     )
     return {
         "records": len(records),
+        "worlds": len(worlds),
         "conversations": len(targets),
         "deleted": sum(r.deleted for r in results),
         "purged": [r.to_dict() for r in results],

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from chat_core.dialogue.audience import decide, initial_absent, parse_perception, perceive, rehearse
 from chat_core.dialogue.gametime import check_tick, format_tick
+from chat_core.dialogue.worlds import live
 from chat_core.errors import (
     Conflict,
     DialogueNotFound,
@@ -148,7 +149,9 @@ def validate_limit(limit: object, *, field: str = "limit") -> int:
 def start_or_get_conversation(owner: str, world_id: str, participant_ids: Sequence[str]) -> str:
     """The dialogue id of exactly this participant set, creating the dialogue and its index entries if
     needed. Idempotent and safe under concurrent starts (conditional transaction)."""
-    return _dialogue_for(owner, validate_world_id(world_id), participant_ids).dialogue_id
+    world_id = validate_world_id(world_id)
+    live(owner, world_id, writing=True)
+    return _dialogue_for(owner, world_id, participant_ids).dialogue_id
 
 
 def _dialogue_for(
@@ -220,6 +223,7 @@ def add_entries(
             f"{len(entries)} entries in one request; the limit is {MAX_ENTRIES_PER_REQUEST}", field="entries"
         )
     parsed = [parse_entry(e) for e in entries]
+    live(owner, world_id, writing=True)
     if not isinstance(dialogue, str):
         participants = set(normalize_participants(dialogue))
         _check_speakers(parsed, participants, dialogue_key(tuple(sorted(participants))))
@@ -303,6 +307,7 @@ def get_dialogue_entries(
     world_id = validate_world_id(world_id)
     limit = validate_limit(limit)
     key = dialogue_key(normalize_participants(participant_ids))
+    live(owner, world_id)
     return store.newest_entries(owner, world_id, key, limit, viewer)
 
 
@@ -314,7 +319,9 @@ def get_witnessed(
     (entries stored before audiences existed are not in it: read them with the history)."""
     world_id = validate_world_id(world_id)
     limit = validate_limit(limit)
-    return store.witnessed(owner, world_id, validate_participant_id(participant_id), limit)
+    participant_id = validate_participant_id(participant_id, field="for")
+    live(owner, world_id)
+    return store.witnessed(owner, world_id, participant_id, limit)
 
 
 def get_historical_context(
@@ -342,6 +349,7 @@ def get_historical_context(
     if viewer is not None and validate_participant_id(viewer, field="for") not in participants:
         raise InvalidInput(f"for names {viewer!r}, who is not one of the participants", field="for")
     key = dialogue_key(participants)
+    live(owner, world_id)
     primary = store.newest_entries(owner, world_id, key, limit, viewer)
     if limit == 0:
         return HistoricalContext(participants, key, [], [], viewer=viewer)

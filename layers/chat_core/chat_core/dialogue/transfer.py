@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from chat_core.dialogue.entries import parse_entry
+from chat_core.dialogue.worlds import live
 from chat_core.errors import InvalidInput, WorldNotEmpty
 from chat_core.store import dialogues as store
 from chat_core.store import world_io
@@ -52,6 +53,7 @@ def export_world(owner: str, world_id: str) -> Iterator[dict[str, Any]]:
     its `entry` lines in (game_tick, seq) order. Queries only: the world directory, then one per dialogue.
     """
     world_id = validate_world_id(world_id)
+    live(owner, world_id)
     dialogues: list[tuple[DialogueRecord, list[EntryRecord]]] = []
     for dialogue_id in world_io.world_dialogue_ids(owner, world_id):
         found = world_io.read_dialogue(owner, world_id, dialogue_id)
@@ -282,6 +284,7 @@ def _import(owner: str, world_id: str, lines: Iterable[tuple[int, object]], mode
     if mode not in ("restore", "merge"):
         raise InvalidInput(f"mode must be 'restore' or 'merge', got {mode!r}", field="mode")
     parsed = _parse_export(lines)
+    live(owner, world_id, writing=True)
     if mode == "restore" and not world_io.world_is_empty(owner, world_id):
         raise WorldNotEmpty(
             f"world {world_id!r} already holds dialogues; import into an empty world or use mode=merge",

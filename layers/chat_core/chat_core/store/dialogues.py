@@ -446,7 +446,7 @@ def append_entry(
             reasons = exc.cancellation_reasons or []
             codes = [r.code if r is not None else None for r in reasons][:3]
             if len(codes) == 3 and codes[1] == "ConditionalCheckFailed":
-                existing = _entry_by_id(owner, world_id, dialogue.dialogue_id, entry_id)
+                existing = entry_by_id(owner, world_id, dialogue.dialogue_id, entry_id)
                 if existing is not None:
                     return existing, False
             # The sequence we read is stale: another writer took it (its entry exists, or the counter moved).
@@ -491,7 +491,7 @@ def _new_entry_id() -> str:
     return uuid.uuid4().hex
 
 
-def _entry_by_id(owner: str, world_id: str, dialogue_id: str, entry_id: str) -> EntryRecord | None:
+def entry_by_id(owner: str, world_id: str, dialogue_id: str, entry_id: str) -> EntryRecord | None:
     pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
     try:
         guard = EntryIdGuardItem.get(pk, EntryIdGuardItem.sk_for(entry_id), consistent_read=True)

@@ -365,6 +365,10 @@ class WorldItem(TableItem, discriminator="world"):
     world_id = UnicodeAttribute()
     dialogue_count = NumberAttribute(default=0)
     created_at = UnicodeAttribute()
+    #: DLG-4: set by DELETE /worlds/{id}, with `owner` (the purge checks the key against it) and the
+    #: TTL `expires_at`; the table stream's removal of this item purges the world's partitions.
+    deleted_at = UnicodeAttribute(null=True)
+    owner = UnicodeAttribute(null=True)
 
     @classmethod
     def pk_for(cls, owner: str) -> str:

@@ -30,6 +30,10 @@ _PK_RE = re.compile(r"^USER#(?P<owner>[^#]+)#CONV#(?P<id>[0-9A-Z]{26})$")
 _UNESCAPE_RE = re.compile(r"%(25|23)")
 
 
+# DLG-4: the partitions of one owner's world (dialogue, directory, participant index, witness rows).
+_WORLD_PARTITION = re.compile(r"USER#[^#]+#WORLD#[A-Za-z0-9][A-Za-z0-9_.-]*#(DLG#.+|DIR|P#.+|WIT#.+)")
+
+
 def parse_conversation_pk(pk: str) -> tuple[str, str] | None:
     """(owner, conversation_id) of a conversation partition key, or None for any other key.
 
@@ -66,8 +70,8 @@ def delete_partition(pk: str, *, sleep: Callable[[float], None] = time.sleep) ->
     DynamoDB keeps refusing; what was deleted stays deleted and a re-run finishes the rest.
     """
     base.bind()
-    if parse_conversation_pk(pk) is None:
-        raise ValueError(f"not a conversation partition key: {pk!r}")
+    if parse_conversation_pk(pk) is None and not _WORLD_PARTITION.fullmatch(pk):
+        raise ValueError(f"not a conversation or dialogue-world partition key: {pk!r}")
     connection = TableItem._get_connection()
     deleted = pages = batches = retries = 0
     start: dict[str, Any] | None = None

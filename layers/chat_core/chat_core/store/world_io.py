@@ -1,6 +1,7 @@
-"""A world's dialogues as a whole (DLG-1 save/load): list, read whole, restore exactly as exported.
+"""A world's dialogues as a whole: list, read whole, restore exactly as exported (DLG-1 save/load);
+delete an entry, a dialogue, purge a deleted world (DLG-4).
 
-Same item layout as `store.dialogues`; Query, BatchWriteItem and one TransactWrite per restored dialogue.
+Same item layout as `store.dialogues`; Query, BatchWriteItem and TransactWrite.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from chat_core.errors import Conflict
+from chat_core.errors import Conflict, DialogueNotFound, EntryNotFound
 from chat_core.store.base import TableItem, bind, connection
 from chat_core.store.dialogues import (
     DialogueRecord,
@@ -26,9 +27,12 @@ from chat_core.store.items import (
     EntryIdGuardItem,
     ParticipantDialogueItem,
     ParticipantStatsItem,
+    WitnessItem,
     WorldDialogueItem,
+    WorldItem,
 )
 from chat_core.store.keys import entry_sk
+from chat_core.store.partitions import delete_partition
 from chat_core.store.worlds import count_in_world
 
 
@@ -173,3 +177,123 @@ def restore_dialogue(
         raise unavailable(exc, "restoring a dialogue") from exc
     except PynamoDBException as exc:
         raise unavailable(exc, "restoring a dialogue") from exc
+
+
+# ------------------------------------------------------------------------------------------ deleting
+
+
+def _witness_keys(
+    owner: str, world_id: str, e: EntryRecord, participants: Sequence[str]
+) -> list[WitnessItem]:
+    """The witness rows of an entry (whoever perceived it; for older entries every participant, whose
+    rows may not exist: deleting a missing item is harmless)."""
+    sk = WitnessItem.sk_for(e.game_tick, e.created_at, e.dialogue_id, e.seq)
+    return [WitnessItem(WitnessItem.pk_for(owner, world_id, p), sk) for p in e.audience or participants]
+
+
+def delete_entry(owner: str, world_id: str, dialogue: DialogueRecord, entry: EntryRecord) -> None:
+    """DLG-4 (moderation): one TransactWrite removes the entry, its id guard and its witness rows and
+    counts it out of the dialogue (its sequence number is not reused)."""
+    settings = bind()
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue.dialogue_id)
+    try:
+        with TransactWrite(connection=connection(settings)) as tx:
+            tx.delete(
+                DialogueEntryItem(pk, entry_sk(entry.game_tick, entry.seq)),
+                condition=DialogueEntryItem.pk.exists(),
+            )
+            tx.delete(EntryIdGuardItem(pk, EntryIdGuardItem.sk_for(entry.entry_id)))
+            for row in _witness_keys(owner, world_id, entry, dialogue.participants):
+                tx.delete(row)
+            tx.update(
+                DialogueMetaItem(pk, DialogueMetaItem.SK),
+                actions=[DialogueMetaItem.entry_count.add(-1)],
+                add_version_condition=False,
+            )
+    except TransactWriteError as exc:
+        reasons = exc.cancellation_reasons or []
+        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+            raise EntryNotFound(f"no entry {entry.entry_id!r} in dialogue {dialogue.dialogue_id!r}") from exc
+        raise unavailable(exc, "deleting a dialogue entry") from exc
+
+
+def delete_dialogue(owner: str, world_id: str, dialogue: DialogueRecord, in_world_item: bool) -> int:
+    """DLG-4: delete a dialogue; returns how many entries went.
+
+    Its entries, id guards and witness rows go first (BatchWriteItem, 25 a request), then one
+    TransactWrite removes the dialogue item, its directory and participant-index items and counts it
+    out of its participants and its world (`in_world_item`: the world has a world item). A delete that
+    fails part way leaves the dialogue listed with fewer entries; repeating the delete finishes it.
+    """
+    settings = bind()
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue.dialogue_id)
+    entries = 0
+    try:
+        with TableItem.batch_write() as batch:
+            for item in TableItem.query(pk, consistent_read=True):
+                if isinstance(item, DialogueMetaItem):
+                    continue
+                if isinstance(item, DialogueEntryItem):
+                    entries += 1
+                    for row in _witness_keys(
+                        owner, world_id, entry_record(dialogue.dialogue_id, item), dialogue.participants
+                    ):
+                        batch.delete(row)
+                batch.delete(item)
+        count = len(dialogue.participants)
+        with TransactWrite(connection=connection(settings)) as tx:
+            tx.delete(DialogueMetaItem(pk, DialogueMetaItem.SK), condition=DialogueMetaItem.pk.exists())
+            tx.delete(
+                WorldDialogueItem(
+                    WorldDialogueItem.pk_for(owner, world_id), WorldDialogueItem.sk_for(dialogue.dialogue_id)
+                )
+            )
+            for p in dialogue.participants:
+                index_pk = ParticipantDialogueItem.pk_for(owner, world_id, p)
+                tx.delete(
+                    ParticipantDialogueItem(
+                        index_pk, ParticipantDialogueItem.sk_for(count, dialogue.dialogue_id)
+                    )
+                )
+                tx.update(
+                    ParticipantStatsItem(index_pk, ParticipantStatsItem.SK),
+                    actions=[ParticipantStatsItem.dialogue_count.add(-1)],
+                    add_version_condition=False,
+                )
+            if in_world_item:
+                tx.update(
+                    WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)),
+                    actions=[WorldItem.dialogue_count.add(-1)],
+                    add_version_condition=False,
+                )
+    except TransactWriteError as exc:
+        reasons = exc.cancellation_reasons or []
+        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+            raise DialogueNotFound(f"no dialogue {dialogue.dialogue_id!r} in world {world_id!r}") from exc
+        raise unavailable(exc, "deleting a dialogue") from exc
+    except PynamoDBException as exc:
+        raise unavailable(exc, "deleting a dialogue") from exc
+    return entries
+
+
+def purge_world(owner: str, world_id: str) -> int:
+    """DLG-4: delete every item of a deleted world; returns how many. Each dialogue's partition, then
+    the index and witness partitions of everyone in them, the directory last (so a purge that fails
+    part way is finished by running it again: what is left is still listed)."""
+    bind()
+    participants: set[str] = set()
+    deleted = 0
+    try:
+        directory = list(
+            WorldDialogueItem.query(WorldDialogueItem.pk_for(owner, world_id), consistent_read=True)
+        )
+    except PynamoDBException as exc:
+        raise unavailable(exc, "purging a world") from exc
+    for d in directory:
+        participants.update(d.participants)
+        deleted += delete_partition(DialogueMetaItem.pk_for(owner, world_id, d.dialogue_id)).deleted
+    for p in sorted(participants):
+        deleted += delete_partition(ParticipantDialogueItem.pk_for(owner, world_id, p)).deleted
+        deleted += delete_partition(WitnessItem.pk_for(owner, world_id, p)).deleted
+    deleted += delete_partition(WorldDialogueItem.pk_for(owner, world_id)).deleted
+    return deleted

@@ -13,9 +13,10 @@ before it existed are not listed, but open by id as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from pynamodb.exceptions import PynamoDBException
+from pynamodb.exceptions import DoesNotExist, PynamoDBException, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from chat_core.store.base import TableItem, store_error
@@ -36,6 +37,49 @@ def count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> No
     )
 
 
+def world_state(owner: str, world_id: str) -> Literal["live", "deleted", "unknown"]:
+    """DLG-4: one GetItem (strongly consistent) of the world item: "deleted" after DELETE, "unknown"
+    when there is none (no dialogue yet, or a world older than world items)."""
+    try:
+        item = WorldItem.get(WorldItem.pk_for(owner), WorldItem.sk_for(world_id), consistent_read=True)
+    except DoesNotExist:
+        return "unknown"
+    except PynamoDBException as exc:
+        raise store_error(exc, "storage failed while reading a world; retry later") from exc
+    return "live" if item.deleted_at is None else "deleted"
+
+
+def mark_world_deleted(owner: str, world_id: str, now: str, expires_at: datetime) -> bool:
+    """DLG-4: soft delete: the world item (made if the world predates it) records the deletion and the
+    TTL that purges it. False when it was already deleted."""
+    try:
+        WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).update(
+            actions=[
+                TableItem.item_type.set(WorldItem),
+                WorldItem.world_id.set(world_id),
+                WorldItem.created_at.set(WorldItem.created_at | now),
+                WorldItem.deleted_at.set(now),
+                WorldItem.owner.set(owner),
+                TableItem.expires_at.set(expires_at),
+            ],
+            condition=WorldItem.deleted_at.does_not_exist(),
+            add_version_condition=False,
+        )
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise store_error(exc, "storage failed while deleting a world; retry later") from exc
+    return True
+
+
+def forget_world(owner: str, world_id: str) -> None:
+    """DLG-4: remove the world item itself (a purge run directly, before TTL removed it)."""
+    try:
+        WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).delete(add_version_condition=False)
+    except PynamoDBException as exc:
+        raise store_error(exc, "storage failed while purging a world; retry later") from exc
+
+
 def _page(
     query: Iterable[Any], limit: int, row: Callable[[Any], dict[str, Any]], what: str, id_field: str
 ) -> tuple[list[dict[str, Any]], str | None]:
@@ -53,7 +97,13 @@ def page_worlds(owner: str, limit: int, after: str | None) -> tuple[list[dict[st
     """DLG-2: the owner's worlds by id, one Query; the page, and the last world id when more remain."""
     sk = WorldItem.sk
     condition = sk > WorldItem.sk_for(after) if after else sk.startswith("W#")
-    query = WorldItem.query(WorldItem.pk_for(owner), condition, limit=limit + 1, consistent_read=True)
+    query = WorldItem.query(
+        WorldItem.pk_for(owner),
+        condition,
+        filter_condition=WorldItem.deleted_at.does_not_exist(),
+        limit=limit + 1,
+        consistent_read=True,
+    )
 
     def row(w: WorldItem) -> dict[str, Any]:
         return {"world_id": w.world_id, "dialogues": int(w.dialogue_count or 0), "created_at": w.created_at}
