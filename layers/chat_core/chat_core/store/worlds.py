@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from chat_core.store.base import TableItem, store_error
+from chat_core.store.base import TableItem, bind, store_error
 from chat_core.store.items import WorldDialogueItem, WorldItem
 
 
@@ -40,6 +40,7 @@ def count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> No
 def world_state(owner: str, world_id: str) -> Literal["live", "deleted", "unknown"]:
     """DLG-4: one GetItem (strongly consistent) of the world item: "deleted" after DELETE, "unknown"
     when there is none (no dialogue yet, or a world older than world items)."""
+    bind()
     try:
         item = WorldItem.get(WorldItem.pk_for(owner), WorldItem.sk_for(world_id), consistent_read=True)
     except DoesNotExist:
@@ -52,6 +53,7 @@ def world_state(owner: str, world_id: str) -> Literal["live", "deleted", "unknow
 def mark_world_deleted(owner: str, world_id: str, now: str, expires_at: datetime) -> bool:
     """DLG-4: soft delete: the world item (made if the world predates it) records the deletion and the
     TTL that purges it. False when it was already deleted."""
+    bind()
     try:
         WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).update(
             actions=[
@@ -74,6 +76,7 @@ def mark_world_deleted(owner: str, world_id: str, now: str, expires_at: datetime
 
 def forget_world(owner: str, world_id: str) -> None:
     """DLG-4: remove the world item itself (a purge run directly, before TTL removed it)."""
+    bind()
     try:
         WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).delete(add_version_condition=False)
     except PynamoDBException as exc:
