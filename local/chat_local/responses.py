@@ -452,6 +452,26 @@ class EntryDeletedOut(_Out):
     deleted: EntryOut
 
 
+class SaveOut(_Out):
+    """DLG-5: a save game; `loaded_at` is when it was loaded (null: not loaded)."""
+
+    save_id: str
+    game_tick: int
+    created_at: str
+    loaded_at: str | None
+
+
+class SaveAnswerOut(SaveOut):
+    world_id: str
+    #: POST /saves only: whether an earlier save of this id was overwritten.
+    replaced: bool | None = None
+
+
+class SavesOut(_Out):
+    world_id: str
+    saves: list[SaveOut]
+
+
 class ImportOut(_Out):
     world_id: str
     mode: Literal["restore", "merge"]
@@ -654,6 +674,10 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "DELETE /worlds/{world_id}/dialogues/{dialogue_id}/entries/{entry_id}": RouteDoc(
         200, EntryDeletedOut, (400, 401, 404, 503)
     ),
+    "POST /worlds/{world_id}/saves": RouteDoc(201, SaveAnswerOut, _WRITE),
+    "GET /worlds/{world_id}/saves": RouteDoc(200, SavesOut, _READ),
+    "POST /worlds/{world_id}/saves/{save_id}/load": RouteDoc(200, SaveAnswerOut, (400, 401, 404, 409, 503)),
+    "DELETE /worlds/{world_id}/saves/{save_id}/load": RouteDoc(200, SaveAnswerOut, (400, 401, 404, 409, 503)),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
     "POST /worlds/{world_id}/import": RouteDoc(
         201,

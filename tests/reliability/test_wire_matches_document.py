@@ -258,6 +258,13 @@ def test_every_answer_of_every_route_is_documented(
         == 200
     )
     assert client.get(f"/worlds/{world}/history", params={"for": "bob"}).status_code == 200
+    # DLG-5: save at a tick, list, load, revert.
+    saved = client.post(f"/worlds/{world}/saves", json={"save_id": "s1", "game_tick": 5})
+    assert saved.status_code == 201
+    assert client.get(f"/worlds/{world}/saves").status_code == 200
+    assert client.post(f"/worlds/{world}/saves/s1/load").status_code == 200
+    assert client.delete(f"/worlds/{world}/saves/s1/load").status_code == 200
+    assert client.delete(f"/worlds/{world}/saves/s1/load").status_code == 404
     # DLG-4: delete an entry, a dialogue, a world; then the world is gone (404) and closed to writes (409).
     entry_route = f"/worlds/{copy_world}/dialogues/ann+bob/entries/e1"
     assert client.delete(entry_route).status_code == 200

@@ -135,6 +135,12 @@ class EntryNotFound(NotFound):
     code = "entry_not_found"
 
 
+class SaveNotFound(NotFound):
+    """No save with that id in the world, or (reverting) it is not loaded (DLG-5)."""
+
+    code = "save_not_found"
+
+
 class WorldNotEmpty(Conflict):
     """An import into a world that already holds dialogues, without asking to merge."""
 

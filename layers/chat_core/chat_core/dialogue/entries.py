@@ -307,8 +307,8 @@ def get_dialogue_entries(
     world_id = validate_world_id(world_id)
     limit = validate_limit(limit)
     key = dialogue_key(normalize_participants(participant_ids))
-    live(owner, world_id)
-    return store.newest_entries(owner, world_id, key, limit, viewer)
+    hidden = live(owner, world_id).hidden()
+    return store.newest_entries(owner, world_id, key, limit, viewer, hidden)
 
 
 def get_witnessed(
@@ -320,8 +320,8 @@ def get_witnessed(
     world_id = validate_world_id(world_id)
     limit = validate_limit(limit)
     participant_id = validate_participant_id(participant_id, field="for")
-    live(owner, world_id)
-    return store.witnessed(owner, world_id, participant_id, limit)
+    hidden = live(owner, world_id).hidden()
+    return store.witnessed(owner, world_id, participant_id, limit, hidden)
 
 
 def get_historical_context(
@@ -349,8 +349,8 @@ def get_historical_context(
     if viewer is not None and validate_participant_id(viewer, field="for") not in participants:
         raise InvalidInput(f"for names {viewer!r}, who is not one of the participants", field="for")
     key = dialogue_key(participants)
-    live(owner, world_id)
-    primary = store.newest_entries(owner, world_id, key, limit, viewer)
+    hidden = live(owner, world_id).hidden()
+    primary = store.newest_entries(owner, world_id, key, limit, viewer, hidden)
     if limit == 0:
         return HistoricalContext(participants, key, [], [], viewer=viewer)
     counts = store.participant_dialogue_counts(owner, world_id, participants)
@@ -363,6 +363,6 @@ def get_historical_context(
         ):
             if wanted.issubset(members):
                 supersets.append(dialogue_id)
-    streams = [store.newest_entries(owner, world_id, d, limit, viewer) for d in supersets]
+    streams = [store.newest_entries(owner, world_id, d, limit, viewer, hidden) for d in supersets]
     ancillary = store.merge_newest(streams, limit)
     return HistoricalContext(participants, key, primary, ancillary, sorted(supersets), viewer)

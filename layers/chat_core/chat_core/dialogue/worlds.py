@@ -17,15 +17,17 @@ from chat_core.store import dialogues as dialogue_store
 from chat_core.store import world_io
 from chat_core.store import worlds as store
 from chat_core.store.dialogues import validate_dialogue_id, validate_entry_id, validate_world_id
+from chat_core.store.worlds import WorldState
 
 MAX_PAGE: Final = 100
 
 
-def live(owner: str, world_id: str, *, writing: bool = False) -> None:
+def live(owner: str, world_id: str, *, writing: bool = False) -> WorldState:
     """DLG-4: refuse a deleted world: reads answer 404 (it is gone), writes 409 (the id is still held
-    until the purge). One GetItem."""
-    if store.world_state(owner, world_id) != "deleted":
-        return
+    until the purge). One GetItem, whose answer also says which saves are loaded (DLG-5)."""
+    state = store.world_state(owner, world_id)
+    if state.status != "deleted":
+        return state
     if writing:
         raise WorldDeleted(
             f"world {world_id!r} was deleted and is waiting to be purged; write into another world id",
@@ -54,7 +56,7 @@ def delete_world(owner: str, world_id: str) -> dict[str, Any]:
     """DELETE /worlds/{world_id}: gone from every route at once; its items are purged once the world
     item's TTL (RETENTION_DAYS) removes it, through the table stream, as deleted conversations are."""
     world_id = validate_world_id(world_id)
-    state = store.world_state(owner, world_id)
+    state = store.world_state(owner, world_id).status
     if state == "deleted" or (state == "unknown" and world_io.world_is_empty(owner, world_id)):
         raise WorldNotFound(f"no world {world_id!r}", world_id=world_id)
     now = datetime.now(UTC)
@@ -69,7 +71,7 @@ def delete_dialogue(owner: str, world_id: str, dialogue_id: str) -> dict[str, An
     rows, at once (see `world_io.delete_dialogue`)."""
     world_id = validate_world_id(world_id)
     dialogue = _dialogue(owner, world_id, dialogue_id)
-    in_world_item = store.world_state(owner, world_id) == "live"
+    in_world_item = store.world_state(owner, world_id).status == "live"
     entries = world_io.delete_dialogue(owner, world_id, dialogue, in_world_item)
     return {"world_id": world_id, "dialogue_id": dialogue.dialogue_id, "entries_deleted": entries}
 

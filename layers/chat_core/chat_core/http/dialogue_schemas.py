@@ -154,3 +154,12 @@ class PromptIn(_Strict):
     def config_mapping(self) -> dict[str, Any]:
         """The body as the mapping `PromptBuildConfig.from_mapping` takes."""
         return self.model_dump(exclude_none=True, by_alias=True)
+
+
+class SaveIn(_Strict):
+    """POST /worlds/{world_id}/saves (DLG-5): a save game of the world at a game tick."""
+
+    save_id: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
+        description="The save's id (a save slot); the same id again overwrites it."
+    )
+    game_tick: int = Field(description="The tick the game saved at: loading it hides later history.")

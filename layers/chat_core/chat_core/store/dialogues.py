@@ -506,23 +506,34 @@ def entry_by_id(owner: str, world_id: str, dialogue_id: str, entry_id: str) -> E
 # -------------------------------------------------------------------------------------------- reading
 
 
+Hidden = tuple[tuple[int, str], ...]  # DLG-5: (game_tick, loaded_at) of each save load in effect
+
+
+def _visible(model: type[DialogueEntryItem] | type[WitnessItem], viewer: str | None, hidden: Hidden) -> Any:
+    """The filter of a read for `viewer` (DLG-3) on the loaded timeline (DLG-5); None: no filter."""
+    condition: Any = None
+    if viewer is not None:
+        condition = model.audience.does_not_exist() | model.audience.contains(viewer)
+    for tick, loaded_at in hidden:
+        shown = ~((model.game_tick > tick) & (model.created_at < loaded_at))
+        condition = shown if condition is None else condition & shown
+    return condition
+
+
 def newest_entries(
-    owner: str, world_id: str, dialogue_id: str, limit: int, viewer: str | None = None
+    owner: str, world_id: str, dialogue_id: str, limit: int, viewer: str | None = None, hidden: Hidden = ()
 ) -> list[EntryRecord]:
     """One Query, newest first with Limit=limit; returned oldest first (tick, then sequence).
 
     With `viewer` (DLG-3), only the entries that participant perceived: the same Query with a filter,
-    paging further back only past entries the viewer did not perceive (whispers among others).
+    paging further back only past entries the viewer did not perceive (whispers among others); so
+    does `hidden` (DLG-5) past entries a loaded save left out of the timeline.
     """
     bind()
     if limit <= 0:
         return []
     pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
-    perceived = (
-        None
-        if viewer is None
-        else DialogueEntryItem.audience.does_not_exist() | DialogueEntryItem.audience.contains(viewer)
-    )
+    perceived = _visible(DialogueEntryItem, viewer, hidden)
     try:
         items = list(
             DialogueEntryItem.query(
@@ -531,7 +542,7 @@ def newest_entries(
                 filter_condition=perceived,
                 scan_index_forward=False,
                 limit=limit,
-                page_size=limit if viewer is None else max(limit, _FILTERED_PAGE),
+                page_size=limit if perceived is None else max(limit, _FILTERED_PAGE),
                 consistent_read=True,
             )
         )
@@ -540,7 +551,9 @@ def newest_entries(
     return [entry_record(dialogue_id, i) for i in reversed(items)]
 
 
-def witnessed(owner: str, world_id: str, participant_id: str, limit: int) -> list[EntryRecord]:
+def witnessed(
+    owner: str, world_id: str, participant_id: str, limit: int, hidden: Hidden = ()
+) -> list[EntryRecord]:
     """DLG-3: the newest `limit` entries this participant perceived, in any dialogue of the world,
     returned oldest first. One Query (Limit=limit) of its witness partition: the cost does not depend
     on how many dialogues it was in nor on their length."""
@@ -552,9 +565,10 @@ def witnessed(owner: str, world_id: str, participant_id: str, limit: int) -> lis
             WitnessItem.query(
                 WitnessItem.pk_for(owner, world_id, participant_id),
                 WitnessItem.sk.startswith("E#"),
+                filter_condition=_visible(WitnessItem, None, hidden),
                 scan_index_forward=False,
                 limit=limit,
-                page_size=limit,
+                page_size=limit if not hidden else max(limit, _FILTERED_PAGE),
                 consistent_read=True,
             )
         )

@@ -369,6 +369,10 @@ class WorldItem(TableItem, discriminator="world"):
     #: TTL `expires_at`; the table stream's removal of this item purges the world's partitions.
     deleted_at = UnicodeAttribute(null=True)
     owner = UnicodeAttribute(null=True)
+    #: DLG-5 save games: {save_id: {"game_tick", "created_at"}}, and the saves loaded since
+    #: ({save_id: loaded_at}): entries past a loaded save's tick stored before its load are hidden.
+    saves = JSONAttribute(null=True)
+    loads = JSONAttribute(null=True)
 
     @classmethod
     def pk_for(cls, owner: str) -> str:

@@ -13,14 +13,18 @@ before it existed are not listed, but open by id as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, UpdateError
 from pynamodb.transactions import TransactWrite
 
+from chat_core.errors import Conflict
 from chat_core.store.base import TableItem, bind, store_error
 from chat_core.store.items import WorldDialogueItem, WorldItem
+
+_MAP_ATTEMPTS = 5
 
 
 def count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> None:
@@ -37,17 +41,81 @@ def count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> No
     )
 
 
-def world_state(owner: str, world_id: str) -> Literal["live", "deleted", "unknown"]:
-    """DLG-4: one GetItem (strongly consistent) of the world item: "deleted" after DELETE, "unknown"
-    when there is none (no dialogue yet, or a world older than world items)."""
+@dataclass(frozen=True)
+class WorldState:
+    """DLG-4/5: what the world item says: "live", "deleted", or "unknown" (no item: no dialogue yet, or
+    a world older than world items); its saves and the loads in effect."""
+
+    status: Literal["live", "deleted", "unknown"]
+    saves: dict[str, dict[str, Any]] = field(default_factory=dict)
+    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def hidden(self) -> tuple[tuple[int, str], ...]:
+        """DLG-5: (game_tick, loaded_at) per load in effect: entries with a later tick that were stored
+        before that moment are not part of the loaded timeline."""
+        # The tick as it was when loaded: overwriting the save later does not move what the load hid.
+        return tuple(
+            (int(load["game_tick"]), str(load["loaded_at"])) for _, load in sorted(self.loads.items())
+        )
+
+
+def world_state(owner: str, world_id: str) -> WorldState:
+    """One GetItem (strongly consistent) of the world item."""
     bind()
     try:
         item = WorldItem.get(WorldItem.pk_for(owner), WorldItem.sk_for(world_id), consistent_read=True)
     except DoesNotExist:
-        return "unknown"
+        return WorldState("unknown")
     except PynamoDBException as exc:
         raise store_error(exc, "storage failed while reading a world; retry later") from exc
-    return "live" if item.deleted_at is None else "deleted"
+    status: Literal["live", "deleted"] = "live" if item.deleted_at is None else "deleted"
+    return WorldState(status, dict(item.saves or {}), dict(item.loads or {}))
+
+
+def set_save(owner: str, world_id: str, save_id: str, save: dict[str, Any] | None, now: str) -> None:
+    """DLG-5: record a save (None: forget it, with its load) on the world item (made if missing)."""
+    bind()
+    actions: list[Any] = [
+        TableItem.item_type.set(WorldItem),
+        WorldItem.world_id.set(world_id),
+        WorldItem.created_at.set(WorldItem.created_at | now),
+    ]
+    _update_world(owner, world_id, actions, save_id, save, "saves")
+
+
+def set_load(owner: str, world_id: str, save_id: str, load: dict[str, Any] | None) -> None:
+    """DLG-5: record a load of a save (`{"game_tick", "loaded_at"}`; None: revert it)."""
+    bind()
+    _update_world(owner, world_id, [], save_id, load, "loads")
+
+
+def _update_world(
+    owner: str, world_id: str, actions: list[Any], key: str, value: Any, attribute: str
+) -> None:
+    """Read-modify-write of one map attribute, guarded by the value read (a concurrent change retries)."""
+    for _ in range(_MAP_ATTEMPTS):
+        state = world_state(owner, world_id)
+        current = dict(state.saves if attribute == "saves" else state.loads)
+        before = dict(current)
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+        column = WorldItem.saves if attribute == "saves" else WorldItem.loads
+        # Empty maps are removed, so "none yet" is always "absent".
+        guard = column.does_not_exist() if not before else column == before
+        try:
+            WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).update(
+                actions=[*actions, column.set(current) if current else column.remove()],
+                condition=guard,
+                add_version_condition=False,
+            )
+        except UpdateError as exc:
+            if exc.cause_response_code == "ConditionalCheckFailedException":
+                continue
+            raise store_error(exc, "storage failed while saving a world; retry later") from exc
+        return
+    raise Conflict(f"world {world_id!r} is being changed by many requests at once; retry")
 
 
 def mark_world_deleted(owner: str, world_id: str, now: str, expires_at: datetime) -> bool:
