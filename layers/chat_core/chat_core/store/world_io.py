@@ -92,14 +92,21 @@ def restore_dialogue(
 ) -> None:
     """Write a dialogue exactly as exported (ids, sequences, timestamps) into a world that lacks it.
 
-    Batched writes (25 per request, retried by PynamoDB); the meta item goes last so a half-finished
-    restore is visible as a missing dialogue, not as a dialogue with missing entries. The participant
-    counters use an atomic ADD so dialogues restored side by side don't overwrite each other's counts.
+    The entries first, then the dialogue item, so a half-finished restore is visible as a missing
+    dialogue, not as a dialogue with missing entries. Conflict when the world already has it.
     """
-    settings = bind()
+    put_entries(owner, world_id, dialogue, entries)
+    if not put_dialogue(owner, world_id, dialogue):
+        raise Conflict(f"dialogue {dialogue.dialogue_id!r} already exists in world {world_id!r}")
+
+
+def put_entries(owner: str, world_id: str, dialogue: DialogueRecord, entries: Sequence[EntryRecord]) -> None:
+    """Entries exactly as exported, with their id guards and witness rows, and the dialogue's
+    participant-index items: BatchWriteItem, 25 a request (retried by PynamoDB). Idempotent: writing the
+    same entries again writes the same items (DLG-6: a re-run import makes no second copy)."""
+    bind()
     participants = dialogue.participants
-    dialogue_id = dialogue.dialogue_id
-    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue.dialogue_id)
     count = len(participants)
     try:
         with TableItem.batch_write() as batch:
@@ -129,12 +136,26 @@ def restore_dialogue(
                 batch.save(
                     ParticipantDialogueItem(
                         ParticipantDialogueItem.pk_for(owner, world_id, p),
-                        ParticipantDialogueItem.sk_for(count, dialogue_id),
-                        dialogue_id=dialogue_id,
+                        ParticipantDialogueItem.sk_for(count, dialogue.dialogue_id),
+                        dialogue_id=dialogue.dialogue_id,
                         participants=list(participants),
                         participant_count=count,
                     )
                 )
+    except PynamoDBException as exc:
+        raise unavailable(exc, "restoring dialogue entries") from exc
+
+
+def put_dialogue(owner: str, world_id: str, dialogue: DialogueRecord) -> bool:
+    """The dialogue item as exported, its directory item, and the counts (participants', the world's)
+    in one TransactWrite conditioned on the dialogue being new; False (nothing written, nothing counted
+    twice) when the world already has it. The counters use an atomic ADD so dialogues restored side by
+    side don't overwrite each other's counts."""
+    settings = bind()
+    participants = dialogue.participants
+    dialogue_id = dialogue.dialogue_id
+    pk = DialogueMetaItem.pk_for(owner, world_id, dialogue_id)
+    try:
         with TransactWrite(connection=connection(settings)) as tx:
             tx.save(
                 DialogueMetaItem(
@@ -143,7 +164,7 @@ def restore_dialogue(
                     dialogue_id=dialogue_id,
                     world_id=world_id,
                     participants=list(participants),
-                    participant_count=count,
+                    participant_count=len(participants),
                     next_seq=dialogue.next_seq,
                     entry_count=dialogue.entry_count,
                     created_at=dialogue.created_at,
@@ -173,10 +194,9 @@ def restore_dialogue(
     except TransactWriteError as exc:
         reasons = exc.cancellation_reasons or []
         if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
-            raise Conflict(f"dialogue {dialogue_id!r} already exists in world {world_id!r}") from exc
+            return False
         raise unavailable(exc, "restoring a dialogue") from exc
-    except PynamoDBException as exc:
-        raise unavailable(exc, "restoring a dialogue") from exc
+    return True
 
 
 # ------------------------------------------------------------------------------------------ deleting
@@ -285,7 +305,11 @@ def purge_world(owner: str, world_id: str) -> int:
     deleted = 0
     try:
         directory = list(
-            WorldDialogueItem.query(WorldDialogueItem.pk_for(owner, world_id), consistent_read=True)
+            WorldDialogueItem.query(
+                WorldDialogueItem.pk_for(owner, world_id),
+                WorldDialogueItem.sk.startswith("DLG#"),
+                consistent_read=True,
+            )
         )
     except PynamoDBException as exc:
         raise unavailable(exc, "purging a world") from exc
