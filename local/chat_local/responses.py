@@ -472,6 +472,47 @@ class SavesOut(_Out):
     saves: list[SaveOut]
 
 
+class WorldExportOut(_Out):
+    """DLG-6: the export in S3 (gzip JSON Lines) and a presigned GET URL valid `expires_in` seconds."""
+
+    world_id: str
+    export_id: str
+    url: str | None
+    expires_in: int
+    content_encoding: Literal["gzip"]
+    bytes: int
+    dialogues: int
+    entries: int
+
+
+class ImportLineError(_Out):
+    line: int
+    message: str
+
+
+class ImportJobOut(_Out):
+    """DLG-6: an import job. `status`: awaiting_upload, queued, running, done, failed; `lines_done`:
+    lines written so far; `errors`: the first 100 lines refused, `error_count` all of them."""
+
+    world_id: str
+    job_id: str
+    mode: Literal["restore"]
+    status: Literal["awaiting_upload", "queued", "running", "done", "failed"]
+    lines_done: int
+    bytes_total: int | None = None
+    dialogues: int
+    entries: int
+    errors: list[ImportLineError]
+    error_count: int
+    runs: int
+    created_at: str
+    updated_at: str
+    finished_at: str | None = None
+    #: POST /imports only: where to PUT the file (JSON Lines, plain or gzip), valid for the seconds given.
+    upload_url: str | None = None
+    upload_expires_in: int | None = None
+
+
 class ImportOut(_Out):
     world_id: str
     mode: Literal["restore", "merge"]
@@ -678,6 +719,10 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "GET /worlds/{world_id}/saves": RouteDoc(200, SavesOut, _READ),
     "POST /worlds/{world_id}/saves/{save_id}/load": RouteDoc(200, SaveAnswerOut, (400, 401, 404, 409, 503)),
     "DELETE /worlds/{world_id}/saves/{save_id}/load": RouteDoc(200, SaveAnswerOut, (400, 401, 404, 409, 503)),
+    "POST /worlds/{world_id}/exports": RouteDoc(201, WorldExportOut, (400, 401, 404, 503)),
+    "POST /worlds/{world_id}/imports": RouteDoc(202, ImportJobOut, (400, 401, 409, 503)),
+    "POST /worlds/{world_id}/imports/{job_id}/start": RouteDoc(202, ImportJobOut, (400, 401, 404, 409, 503)),
+    "GET /worlds/{world_id}/imports/{job_id}": RouteDoc(200, ImportJobOut, (400, 401, 404, 503)),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
     "POST /worlds/{world_id}/import": RouteDoc(
         201,

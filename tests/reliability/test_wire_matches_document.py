@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -258,6 +259,20 @@ def test_every_answer_of_every_route_is_documented(
         == 200
     )
     assert client.get(f"/worlds/{world}/history", params={"for": "bob"}).status_code == 200
+    # DLG-6: export to S3 and import it back as a job through presigned URLs.
+    to_s3 = client.post(f"/worlds/{world}/exports")
+    assert to_s3.status_code == 201
+    packed = httpx.get(to_s3.json()["url"], timeout=30).content
+    job_world = f"w-{uuid.uuid4().hex[:8]}"
+    job = client.post(f"/worlds/{job_world}/imports")
+    assert job.status_code == 202
+    job_id = job.json()["job_id"]
+    assert httpx.put(job.json()["upload_url"], content=packed, timeout=30).status_code == 200
+    assert client.post(f"/worlds/{job_world}/imports/{job_id}/start").status_code == 202
+    deadline = time.monotonic() + 60
+    while client.get(f"/worlds/{job_world}/imports/{job_id}").json()["status"] != "done":
+        assert time.monotonic() < deadline, "the import job did not finish"
+        time.sleep(0.1)
     # DLG-5: save at a tick, list, load, revert.
     saved = client.post(f"/worlds/{world}/saves", json={"save_id": "s1", "game_tick": 5})
     assert saved.status_code == 201

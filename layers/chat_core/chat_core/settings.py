@@ -52,6 +52,8 @@ class Settings:
     blob_bucket: str | None = None
     blob_inline_bytes: int = 16_384
     blob_url_seconds: int = 900
+    #: DLG-6: the queue world import jobs run from (IMPORT_QUEUE_URL)
+    import_queue_url: str | None = None
     # model provider
     llm_base_url: str | None = None
     llm_api_key: str | None = None
@@ -137,6 +139,7 @@ def get_settings() -> Settings:
         blob_bucket=_str("BLOB_BUCKET") or None,
         blob_inline_bytes=max(1024, _int("BLOB_INLINE_BYTES", 16_384)),
         blob_url_seconds=min(max(60, _int("BLOB_URL_SECONDS", 900)), 604_800),
+        import_queue_url=_str("IMPORT_QUEUE_URL") or None,
         llm_base_url=_str("LLM_BASE_URL").rstrip("/") or None,
         llm_api_key=_str("LLM_API_KEY") or None,
         llm_api_key_parameter=_str("LLM_API_KEY_PARAMETER") or None,

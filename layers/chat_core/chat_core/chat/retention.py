@@ -154,7 +154,7 @@ def process_stream(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     failure: Exception | None = None
     for owner, world_id in worlds:  # DLG-4
         try:
-            purged = world_io.purge_world(owner, world_id)
+            purged = world_io.purge_world(owner, world_id) + blobs.delete_world(owner, world_id)
         except Exception as exc:  # tried the rest first; re-raised below for the retry
             logger.exception("world purge failed; the stream retries", world_id=world_id)
             failure = failure or exc

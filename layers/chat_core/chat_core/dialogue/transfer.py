@@ -124,29 +124,23 @@ def _parse_export(lines: Iterable[tuple[int, object]]) -> list[_ParsedDialogue]:
     """Validate a whole export (numbered lines) before anything is written; every problem names its line."""
     header: Mapping[str, Any] | None = None
     dialogues: dict[str, _ParsedDialogue] = {}
+    records: dict[str, DialogueRecord] = {}
     n_entries = 0
     for number, line in lines:
         if not isinstance(line, Mapping):
             raise _bad_line(number, "each line must be a JSON object")
         kind = line.get("type")
         if header is None:
-            if kind != "world" or line.get("format") != EXPORT_FORMAT:
-                raise _bad_line(
-                    number, f"the first line must be the world header of a {EXPORT_FORMAT!r} export"
-                )
-            if line.get("version") != EXPORT_VERSION:
-                raise _bad_line(
-                    number, f"unsupported export version {line.get('version')!r}; expected {EXPORT_VERSION}"
-                )
-            header = line
+            header = parse_header(number, line)
             continue
         if kind == "dialogue":
-            dialogues_record = _parse_dialogue_line(number, line)
+            dialogues_record = parse_dialogue_line(number, line)
             if dialogues_record.dialogue_id in dialogues:
                 raise _bad_line(number, f"dialogue {dialogues_record.dialogue_id!r} appears twice")
             dialogues[dialogues_record.dialogue_id] = _ParsedDialogue(dialogues_record)
+            records[dialogues_record.dialogue_id] = dialogues_record
         elif kind == "entry":
-            parsed = _parse_entry_line(number, line, dialogues)
+            parsed = parse_entry_line(number, line, records)
             dialogues[parsed.dialogue_id].entries.append(parsed)
             n_entries += 1
         else:
@@ -174,6 +168,19 @@ def _parse_export(lines: Iterable[tuple[int, object]]) -> list[_ParsedDialogue]:
     return list(dialogues.values())
 
 
+def parse_header(number: int, line: object) -> Mapping[str, Any]:
+    """The `world` header line of an export (the first line), checked."""
+    if not isinstance(line, Mapping):
+        raise _bad_line(number, "each line must be a JSON object")
+    if line.get("type") != "world" or line.get("format") != EXPORT_FORMAT:
+        raise _bad_line(number, f"the first line must be the world header of a {EXPORT_FORMAT!r} export")
+    if line.get("version") != EXPORT_VERSION:
+        raise _bad_line(
+            number, f"unsupported export version {line.get('version')!r}; expected {EXPORT_VERSION}"
+        )
+    return line
+
+
 def _count_field(number: int, line: Mapping[str, Any], name: str) -> int:
     value = line.get(name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -188,7 +195,7 @@ def _timestamp_field(number: int, line: Mapping[str, Any], name: str) -> str:
     return value
 
 
-def _parse_dialogue_line(number: int, line: Mapping[str, Any]) -> DialogueRecord:
+def parse_dialogue_line(number: int, line: Mapping[str, Any]) -> DialogueRecord:
     try:
         participants = normalize_participants(line.get("participants"))
     except InvalidInput as exc:
@@ -207,8 +214,8 @@ def _parse_dialogue_line(number: int, line: Mapping[str, Any]) -> DialogueRecord
     )
 
 
-def _parse_entry_line(
-    number: int, line: Mapping[str, Any], dialogues: Mapping[str, _ParsedDialogue]
+def parse_entry_line(
+    number: int, line: Mapping[str, Any], dialogues: Mapping[str, DialogueRecord]
 ) -> EntryRecord:
     dialogue_id = line.get("dialogue_id")
     if not isinstance(dialogue_id, str) or dialogue_id not in dialogues:
@@ -219,7 +226,7 @@ def _parse_entry_line(
     created_at = _timestamp_field(number, line, "created_at")
     if "entry_id" not in line:
         raise _bad_line(number, "entry is missing 'entry_id'")
-    participants = dialogues[dialogue_id].record.participants
+    participants = dialogues[dialogue_id].participants
     # A join or leave was perceived by whoever was present: its stored audience is checked here, not
     # as a request's (where it may not be given).
     fields = {

@@ -111,11 +111,13 @@ def presign(key: str, settings: Settings | None = None) -> str | None:
 
 def delete_conversation(owner: str, conversation_id: str, settings: Settings | None = None) -> int:
     """Delete every object of one conversation (the retention purge); returns how many. Idempotent."""
-    settings = settings or get_settings()
+    return _delete_prefix(conversation_prefix(owner, conversation_id), settings or get_settings())
+
+
+def _delete_prefix(prefix: str, settings: Settings) -> int:
     if not settings.blob_bucket:
         return 0
     client, bucket = _s3(settings), settings.blob_bucket
-    prefix = conversation_prefix(owner, conversation_id)
     deleted = 0
     try:
         pages = client.get_paginator("list_objects_v2").paginate(
@@ -128,11 +130,59 @@ def delete_conversation(owner: str, conversation_id: str, settings: Settings | N
             answer = client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
             errors = answer.get("Errors") or []
             if errors:
-                raise StoreUnavailable(f"{len(errors)} attachments could not be deleted: {errors[0]}")
+                raise StoreUnavailable(f"{len(errors)} objects could not be deleted: {errors[0]}")
             deleted += len(keys)
     except (BotoCoreError, ClientError) as exc:
-        raise StoreUnavailable(f"attachments could not be deleted from S3: {exc}") from exc
+        raise StoreUnavailable(f"objects could not be deleted from S3: {exc}") from exc
     return deleted
+
+
+def world_prefix(owner: str, world_id: str) -> str:
+    """DLG-6: where a world's export and import files live (the owner hashed, as for conversations)."""
+    owner_digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
+    return f"w/{owner_digest}/{world_id}/"
+
+
+def presign_put(key: str, seconds: int, settings: Settings | None = None) -> str:
+    """DLG-6: a time-limited PUT URL for a client's upload (signed locally); StoreUnavailable without a
+    bucket or credentials."""
+    settings = settings or get_settings()
+    try:
+        url: str = _s3(settings).generate_presigned_url(
+            "put_object", Params={"Bucket": _bucket(settings), "Key": key}, ExpiresIn=seconds
+        )
+    except (BotoCoreError, ClientError) as exc:
+        raise StoreUnavailable(f"an upload URL could not be signed: {exc}") from exc
+    return url
+
+
+def size(key: str, settings: Settings | None = None) -> int | None:
+    """DLG-6: the object's size in bytes (HeadObject), None when there is no such object."""
+    settings = settings or get_settings()
+    try:
+        answer = _s3(settings).head_object(Bucket=_bucket(settings), Key=key)
+    except ClientError as exc:
+        code = str((exc.response.get("Error") or {}).get("Code", ""))
+        if code in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise StoreUnavailable(f"S3 failed: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StoreUnavailable(f"S3 failed: {exc}") from exc
+    return int(answer["ContentLength"])
+
+
+def open_object(key: str, settings: Settings | None = None) -> Any:
+    """DLG-6: the object's body as a stream (read it in pieces; nothing is held whole)."""
+    settings = settings or get_settings()
+    try:
+        return _s3(settings).get_object(Bucket=_bucket(settings), Key=key)["Body"]
+    except (BotoCoreError, ClientError) as exc:
+        raise StoreUnavailable(f"an import file could not be read from S3: {exc}") from exc
+
+
+def delete_world(owner: str, world_id: str, settings: Settings | None = None) -> int:
+    """DLG-4/6: delete a purged world's export and import files."""
+    return _delete_prefix(world_prefix(owner, world_id), settings or get_settings())
 
 
 def reset_process_state() -> None:

@@ -383,6 +383,30 @@ class WorldItem(TableItem, discriminator="world"):
         return f"W#{world_id}"
 
 
+class ImportJobItem(TableItem, discriminator="import_job"):
+    """DLG-6: one world import job, in the world's directory partition (purged with the world)."""
+
+    job_id = UnicodeAttribute()
+    mode = UnicodeAttribute()
+    status = UnicodeAttribute()  # awaiting_upload, queued, running, done, failed
+    object_key = UnicodeAttribute()
+    #: Progress: the file's lines fully written (a resumed run skips them), bytes, what was written.
+    lines_done = NumberAttribute(default=0)
+    bytes_total = NumberAttribute(null=True)
+    dialogues = NumberAttribute(default=0)
+    entries = NumberAttribute(default=0)
+    errors = JSONAttribute(null=True)  # [{"line", "message"}], the first 100
+    error_count = NumberAttribute(default=0)
+    runs = NumberAttribute(default=0)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    finished_at = UnicodeAttribute(null=True)
+
+    @classmethod
+    def sk_for(cls, job_id: str) -> str:
+        return f"JOB#{job_id}"
+
+
 class WorldDialogueItem(TableItem, discriminator="world_dialogue"):
     """World directory: lists a world's dialogues for export and the empty-world check of import."""
 
