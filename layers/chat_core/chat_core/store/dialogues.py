@@ -283,7 +283,7 @@ def dialogue_record(item: DialogueMetaItem) -> DialogueRecord:
     )
 
 
-def entry_record(dialogue_id: str, item: DialogueEntryItem | WitnessItem) -> EntryRecord:
+def entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
     return EntryRecord(
         dialogue_id=dialogue_id,
         entry_id=item.entry_id,
@@ -468,22 +468,14 @@ def append_entry(
 
 
 def witness_item(owner: str, world_id: str, witness: str, e: EntryRecord) -> WitnessItem:
-    """DLG-3: the copy of entry `e` in the witness partition of `witness`."""
+    """DLG-3: the pointer to entry `e` in the witness partition of `witness`."""
     return WitnessItem(
         WitnessItem.pk_for(owner, world_id, witness),
         WitnessItem.sk_for(e.game_tick, e.created_at, e.dialogue_id, e.seq),
         dialogue_id=e.dialogue_id,
-        entry_id=e.entry_id,
-        participant_id=e.participant_id,
-        role=e.role,
-        content=e.content,
         game_tick=e.game_tick,
         seq=e.seq,
-        name=e.name,
         created_at=e.created_at,
-        audience=None if e.audience is None else list(e.audience),
-        visibility=e.visibility,
-        kind=e.kind,
     )
 
 
@@ -513,7 +505,7 @@ def _visible(model: type[DialogueEntryItem] | type[WitnessItem], viewer: str | N
     """The filter of a read for `viewer` (DLG-3) on the loaded timeline (DLG-5); None: no filter."""
     condition: Any = None
     if viewer is not None:
-        condition = model.audience.does_not_exist() | model.audience.contains(viewer)
+        condition = DialogueEntryItem.audience.does_not_exist() | DialogueEntryItem.audience.contains(viewer)
     for tick, loaded_at in hidden:
         shown = ~((model.game_tick > tick) & (model.created_at < loaded_at))
         condition = shown if condition is None else condition & shown
@@ -555,13 +547,14 @@ def witnessed(
     owner: str, world_id: str, participant_id: str, limit: int, hidden: Hidden = ()
 ) -> list[EntryRecord]:
     """DLG-3: the newest `limit` entries this participant perceived, in any dialogue of the world,
-    returned oldest first. One Query (Limit=limit) of its witness partition: the cost does not depend
-    on how many dialogues it was in nor on their length."""
+    returned oldest first. One Query (Limit=limit) of its witness partition, then one BatchGetItem of
+    those entries (limit <= 100): the cost does not depend on how many dialogues it was in nor on their
+    length."""
     bind()
     if limit <= 0:
         return []
     try:
-        items = list(
+        rows = list(
             WitnessItem.query(
                 WitnessItem.pk_for(owner, world_id, participant_id),
                 WitnessItem.sk.startswith("E#"),
@@ -572,9 +565,19 @@ def witnessed(
                 consistent_read=True,
             )
         )
+        keys = [
+            (DialogueMetaItem.pk_for(owner, world_id, r.dialogue_id), entry_sk(int(r.game_tick), int(r.seq)))
+            for r in rows
+        ]
+        found = {(i.pk, i.sk): i for i in DialogueEntryItem.batch_get(keys, consistent_read=True)}
     except PynamoDBException as exc:
         raise unavailable(exc, "reading what a participant witnessed") from exc
-    return [entry_record(i.dialogue_id, i) for i in reversed(items)]
+    # An entry deleted since (moderation) has no item left: its pointer is skipped.
+    return [
+        entry_record(r.dialogue_id, found[k])
+        for r, k in zip(reversed(rows), reversed(keys), strict=True)
+        if k in found
+    ]
 
 
 def participant_dialogue_counts(owner: str, world_id: str, participants: Sequence[str]) -> dict[str, int]:

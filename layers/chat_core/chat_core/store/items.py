@@ -465,21 +465,14 @@ class DialogueEntryItem(TableItem, discriminator="dialogue_entry"):
 
 
 class WitnessItem(TableItem, discriminator="witness"):
-    """DLG-3: a copy of an entry in the partition of each participant who perceived it, in game-time
-    order across all dialogues, so "what P witnessed" is one key-range Query."""
+    """DLG-3: a pointer to an entry in the partition of each participant who perceived it, in game-time
+    order across all dialogues, so "what P witnessed" is one key-range Query (then one BatchGetItem of
+    the entries). It holds keys only: a world's text is stored once, whatever the audiences."""
 
     dialogue_id = UnicodeAttribute()
-    entry_id = UnicodeAttribute()
-    participant_id = UnicodeAttribute()
-    role = UnicodeAttribute()
-    content = UnicodeAttribute()
     game_tick = NumberAttribute()
     seq = NumberAttribute()
-    name = UnicodeAttribute(null=True)
     created_at = UnicodeAttribute()
-    audience = ListAttribute[str](null=True)
-    visibility = UnicodeAttribute(null=True)
-    kind = UnicodeAttribute(null=True)
 
     @classmethod
     def pk_for(cls, owner: str, world_id: str, participant_id: str) -> str:
