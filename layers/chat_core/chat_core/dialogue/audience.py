@@ -95,7 +95,10 @@ def decide(entry: NewEntry, dialogue: DialogueRecord) -> Perception:
     if entry.visibility == "whisper" and len(heard) < 2:
         raise InvalidInput("a whisper's audience must name someone besides the speaker", field="audience")
     witnesses = tuple(sorted(heard))
-    return Perception(witnesses, _stored(witnesses, dialogue), entry.visibility)
+    # A whisper or a private line keeps its audience even when it is everyone (e.g. a pair's whisper),
+    # so it reads back, exports and re-imports as what it was.
+    stored = witnesses if entry.visibility in ("whisper", "private") else _stored(witnesses, dialogue)
+    return Perception(witnesses, stored, entry.visibility)
 
 
 def perceive(entry: NewEntry) -> Perceive:
