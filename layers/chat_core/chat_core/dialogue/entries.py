@@ -198,7 +198,9 @@ def add_entry(
     owner: str, world_id: str, dialogue: str | Sequence[str], entry: Mapping[str, Any] | NewEntry
 ) -> AddedEntry:
     """Append one entry. `dialogue` is a dialogue id (must exist) or a participant list (created if
-    needed). The speaker must be a participant of the dialogue. Cost: 1 GetItem + 1 TransactWrite."""
+    needed). The speaker must be a participant of the dialogue. Cost: 2 GetItems (the world, the
+    dialogue) + 1 TransactWrite (the entry, its id guard, the dialogue counter, a witness row per
+    perceiver)."""
     return add_entries(owner, world_id, dialogue, [entry])[0]
 
 
