@@ -300,6 +300,25 @@ def entry_record(dialogue_id: str, item: DialogueEntryItem) -> EntryRecord:
     )
 
 
+def first_check_failed(exc: TransactWriteError) -> bool:
+    """Whether a transaction was cancelled by the condition of its first item (the one that says
+    "new" or "still there"), as opposed to a conflict or a failure."""
+    reasons = exc.cancellation_reasons or []
+    return bool(reasons) and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed"
+
+
+def count_participants(
+    tx: TransactWrite, owner: str, world_id: str, participants: Sequence[str], delta: int
+) -> None:
+    """Add `delta` to each participant's dialogue counter, in `tx`."""
+    for p in participants:
+        tx.update(
+            ParticipantStatsItem(ParticipantDialogueItem.pk_for(owner, world_id, p), ParticipantStatsItem.SK),
+            actions=[ParticipantStatsItem.dialogue_count.add(delta)],
+            add_version_condition=False,
+        )
+
+
 def unavailable(exc: PynamoDBException, what: str) -> Exception:
     """StoreUnavailable (503) when retrying could help; any other failure stays itself (a bug, not "busy")."""
     return store_error(exc, f"storage failed while {what}; retry later")
@@ -359,6 +378,7 @@ def create_dialogue(
                 )
             )
             count_in_world(tx, owner, world_id, now)
+            count_participants(tx, owner, world_id, participants, 1)
             for p in participants:
                 pk = ParticipantDialogueItem.pk_for(owner, world_id, p)
                 tx.save(
@@ -370,14 +390,8 @@ def create_dialogue(
                         participant_count=count,
                     )
                 )
-                tx.update(
-                    ParticipantStatsItem(pk, ParticipantStatsItem.SK),
-                    actions=[ParticipantStatsItem.dialogue_count.add(1)],
-                    add_version_condition=False,
-                )
     except TransactWriteError as exc:
-        reasons = exc.cancellation_reasons or []
-        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+        if first_check_failed(exc):
             return False
         raise unavailable(exc, "creating a dialogue") from exc
     return True

@@ -16,8 +16,10 @@ from chat_core.store.base import TableItem, bind, connection
 from chat_core.store.dialogues import (
     DialogueRecord,
     EntryRecord,
+    count_participants,
     dialogue_record,
     entry_record,
+    first_check_failed,
     unavailable,
     witness_item,
 )
@@ -26,7 +28,6 @@ from chat_core.store.items import (
     DialogueMetaItem,
     EntryIdGuardItem,
     ParticipantDialogueItem,
-    ParticipantStatsItem,
     WitnessItem,
     WorldDialogueItem,
     WorldItem,
@@ -183,17 +184,9 @@ def put_dialogue(owner: str, world_id: str, dialogue: DialogueRecord) -> bool:
                 )
             )
             count_in_world(tx, owner, world_id, dialogue.created_at)
-            for p in participants:
-                tx.update(
-                    ParticipantStatsItem(
-                        ParticipantDialogueItem.pk_for(owner, world_id, p), ParticipantStatsItem.SK
-                    ),
-                    actions=[ParticipantStatsItem.dialogue_count.add(1)],
-                    add_version_condition=False,
-                )
+            count_participants(tx, owner, world_id, participants, 1)
     except TransactWriteError as exc:
-        reasons = exc.cancellation_reasons or []
-        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+        if first_check_failed(exc):
             return False
         raise unavailable(exc, "restoring a dialogue") from exc
     return True
@@ -231,8 +224,7 @@ def delete_entry(owner: str, world_id: str, dialogue: DialogueRecord, entry: Ent
                 add_version_condition=False,
             )
     except TransactWriteError as exc:
-        reasons = exc.cancellation_reasons or []
-        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+        if first_check_failed(exc):
             raise EntryNotFound(f"no entry {entry.entry_id!r} in dialogue {dialogue.dialogue_id!r}") from exc
         raise unavailable(exc, "deleting a dialogue entry") from exc
 
@@ -275,11 +267,7 @@ def delete_dialogue(owner: str, world_id: str, dialogue: DialogueRecord, in_worl
                         index_pk, ParticipantDialogueItem.sk_for(count, dialogue.dialogue_id)
                     )
                 )
-                tx.update(
-                    ParticipantStatsItem(index_pk, ParticipantStatsItem.SK),
-                    actions=[ParticipantStatsItem.dialogue_count.add(-1)],
-                    add_version_condition=False,
-                )
+            count_participants(tx, owner, world_id, dialogue.participants, -1)
             if in_world_item:
                 tx.update(
                     WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)),
@@ -287,8 +275,7 @@ def delete_dialogue(owner: str, world_id: str, dialogue: DialogueRecord, in_worl
                     add_version_condition=False,
                 )
     except TransactWriteError as exc:
-        reasons = exc.cancellation_reasons or []
-        if reasons and reasons[0] is not None and reasons[0].code == "ConditionalCheckFailed":
+        if first_check_failed(exc):
             raise DialogueNotFound(f"no dialogue {dialogue.dialogue_id!r} in world {world_id!r}") from exc
         raise unavailable(exc, "deleting a dialogue") from exc
     except PynamoDBException as exc:
