@@ -155,6 +155,13 @@ def test_dlg6_bad_lines_are_reported_by_number_and_a_truncated_file_fails(storag
     state = jobs.get_import("alice", "short", str(truncated["job_id"]))
     assert state["status"] == "failed"
     assert "truncated" in state["errors"][-1]["message"]
+    # Started again after a complete upload, the failed job reads the file from the top and is done
+    upload(truncated, exported)
+    jobs.start_import("alice", "short", str(truncated["job_id"]))
+    jobs.run_import("alice", "short", str(truncated["job_id"]))
+    state = jobs.get_import("alice", "short", str(truncated["job_id"]))
+    assert (state["status"], state["errors"], state["entries"]) == ("done", [], 30)
+    assert len(get_historical_context("alice", "short", ["A", "B"], 100).primary) == 30
 
 
 def test_dlg6_jobs_belong_to_their_owner_and_need_an_empty_world_and_a_file(storage: str) -> None:

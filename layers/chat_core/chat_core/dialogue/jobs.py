@@ -141,7 +141,10 @@ def start_import(owner: str, world_id: str, job_id: str) -> dict[str, Any]:
         raise Conflict(f"import {job_id} has no file yet: PUT it to the upload URL first", job_id=job_id)
     if job["status"] == "awaiting_upload":
         _require_empty(owner, world_id)
-    jobs.update_job(owner, world_id, job_id, status="queued", bytes_total=size, updated_at=_now())
+    # A failed job reads its file again from the top (a new upload may have fixed it); what the first
+    # run wrote is written again as the same items. A job that stopped part way resumes where it was.
+    restart = {"lines_done": 0, "errors": None, "error_count": 0} if job["status"] == "failed" else {}
+    jobs.update_job(owner, world_id, job_id, status="queued", bytes_total=size, updated_at=_now(), **restart)
     jobs.enqueue({"owner": owner, "world_id": world_id, "job_id": job_id})
     return get_import(owner, world_id, job_id)
 
