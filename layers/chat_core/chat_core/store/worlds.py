@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from chat_core.errors import Conflict
+from chat_core.errors import Conflict, WorldDeleted
 from chat_core.store.base import TableItem, bind, store_error
 from chat_core.store.items import WorldDialogueItem, WorldItem
 
@@ -95,6 +95,8 @@ def _update_world(
     """Read-modify-write of one map attribute, guarded by the value read (a concurrent change retries)."""
     for _ in range(_MAP_ATTEMPTS):
         state = world_state(owner, world_id)
+        if state.status == "deleted":
+            raise WorldDeleted(f"world {world_id!r} was deleted", world_id=world_id)
         current = dict(state.saves if attribute == "saves" else state.loads)
         before = dict(current)
         if value is None:
@@ -103,7 +105,9 @@ def _update_world(
             current[key] = value
         column = WorldItem.saves if attribute == "saves" else WorldItem.loads
         # Empty maps are removed, so "none yet" is always "absent".
-        guard = column.does_not_exist() if not before else column == before
+        guard = (
+            column.does_not_exist() if not before else column == before
+        ) & WorldItem.deleted_at.does_not_exist()
         try:
             WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).update(
                 actions=[*actions, column.set(current) if current else column.remove()],
@@ -140,15 +144,6 @@ def mark_world_deleted(owner: str, world_id: str, now: str, expires_at: datetime
             return False
         raise store_error(exc, "storage failed while deleting a world; retry later") from exc
     return True
-
-
-def forget_world(owner: str, world_id: str) -> None:
-    """DLG-4: remove the world item itself (a purge run directly, before TTL removed it)."""
-    bind()
-    try:
-        WorldItem(WorldItem.pk_for(owner), WorldItem.sk_for(world_id)).delete(add_version_condition=False)
-    except PynamoDBException as exc:
-        raise store_error(exc, "storage failed while purging a world; retry later") from exc
 
 
 def _page(
