@@ -1,4 +1,5 @@
-"""Multi-party dialogue memory (seed 004, DLG-1): participant-set dialogues, history, history.
+"""Multi-party dialogue memory (seed 004, DLG-1): participant-set dialogues, their entries and history;
+who perceived each entry (DLG-3, see `dialogue.audience`).
 
 Concepts: a *world* is one save slot of an owner; a *dialogue* is the conversation of one exact set of
 participants in a world (its id is the sorted ids joined by '+', e.g. `player+zorg`); an *entry* is one
@@ -77,7 +78,8 @@ __all__ = [
 
 def parse_entry(data: Mapping[str, Any] | NewEntry) -> NewEntry:
     """Validate one entry given as a mapping (`participant_id`, `role`, `content`, `game_tick`, optional
-    `name` and `entry_id`) and return it; every problem is an InvalidInput naming the field."""
+    `name` and `entry_id`; DLG-3 `audience`, `visibility`, `kind`) and return it; every problem is an
+    InvalidInput naming the field. A join or leave may leave out `content` and `role`."""
     if isinstance(data, NewEntry):
         data = {k: v for k, v in vars(data).items() if v is not None}
     if isinstance(data, Mapping):
