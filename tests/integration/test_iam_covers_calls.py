@@ -192,7 +192,11 @@ _S3_ACTIONS = {
     "ListObjectsV2": "ListBucket",
     "DeleteObjects": "DeleteObject",
     "presign": "GetObject",
+    "HeadObject": "GetObject",
+    "presign_put": "PutObject",
 }
+#: DLG-6: functions whose S3 use the world scenario below covers.
+_WORLD_S3_FUNCTIONS = {"export_world_s3", "create_import", "start_import", "run_import"}
 
 
 def granted_s3_actions() -> dict[str, set[str]]:
@@ -279,5 +283,187 @@ def test_every_s3_action_of_the_functions_is_granted(
     for function, actions in s3_calls.items():
         missing = actions - granted[function]
         assert not missing, f"{function} performs s3:{sorted(missing)} but template.yaml does not grant them"
-    needless = {f: a for f, a in granted.items() if a and f not in s3_calls and f != "stream_chat"}
+    needless = {
+        f: a
+        for f, a in granted.items()
+        if a and f not in s3_calls and f != "stream_chat" and f not in _WORLD_S3_FUNCTIONS
+    }
     assert not needless, f"functions granted S3 actions they never use: {needless}"
+
+
+def _world_call(function: str, method: str, route: str, body: Any = None, **params: str) -> Any:
+    query = params.pop("query", None)
+    extra: dict[str, Any] = {"query": query} if query else {}
+    if body is not None:
+        extra["body"] = body
+    event = events.http_event(method, route.format(**params), route=route, path_parameters=params, **extra)
+    answer = api.invoke(function, event)
+    assert answer.status < 300, (function, answer.status, answer.body)
+    return answer.body
+
+
+def test_every_action_of_the_dialogue_functions_is_granted(
+    chat_service: None, recorded: dict[str, set[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DLG-1..6: entries (with audiences), history and witness lists, the prompt, listings, export and
+    import (direct and through S3 with the job worker), saves and loads, deletions and the world purge:
+    each function's DynamoDB and S3 actions are in its policy, and no world function holds S3 actions
+    it never uses."""
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="blobs-iam")
+    queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="imports-iam")["QueueUrl"]
+    monkeypatch.setenv("BLOB_BUCKET", "blobs-iam")
+    monkeypatch.setenv("IMPORT_QUEUE_URL", queue)
+    reset_settings()
+    chat_core.reset()
+    s3_calls: dict[str, set[str]] = defaultdict(set)
+    original = botocore.client.BaseClient._make_api_call
+
+    def record_s3(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        function = _current.get()
+        if function is not None and self.meta.service_model.service_name == "s3":
+            s3_calls[function].add(_S3_ACTIONS[operation])
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record_s3)
+    for name in ("presign", "presign_put"):
+        signer = getattr(blobs, name)
+
+        def signed(*args: Any, _name: str = name, _signer: Any = signer, **kwargs: Any) -> Any:
+            if _current.get() is not None:
+                s3_calls[str(_current.get())].add(_S3_ACTIONS[_name])
+            return _signer(*args, **kwargs)
+
+        monkeypatch.setattr(blobs, name, signed)
+    w = "/worlds/{world_id}"
+    said = {"participant_id": "A", "role": "character", "content": "hi", "game_tick": 1, "entry_id": "e1"}
+    whisper = {**said, "entry_id": "e2", "visibility": "whisper", "audience": ["B"]}
+    entries = {"participants": ["A", "B", "C"], "entries": [said, whisper]}
+    _world_call("add_dialogue_entries", "POST", w + "/dialogues/entries", entries, world_id="iam")
+    _world_call(
+        "get_dialogue_history",
+        "GET",
+        w + "/history",
+        world_id="iam",
+        query={"participants": "A,B", "for": "A"},
+    )
+    _world_call("get_dialogue_history", "GET", w + "/history", world_id="iam", query={"for": "B"})
+    _world_call(
+        "build_dialogue_prompt",
+        "POST",
+        w + "/prompt",
+        {"participants": ["A", "B", "C"], "system_prompt": "s", "ai_participant": "C"},
+        world_id="iam",
+    )
+    _world_call("list_worlds", "GET", "/worlds")
+    _world_call("list_dialogues", "GET", w + "/dialogues", world_id="iam")
+    _world_call("save_world", "POST", w + "/saves", {"save_id": "s1", "game_tick": 0}, world_id="iam")
+    _world_call("list_saves", "GET", w + "/saves", world_id="iam")
+    _world_call("load_save", "POST", w + "/saves/{save_id}/load", world_id="iam", save_id="s1")
+    _world_call("revert_load", "DELETE", w + "/saves/{save_id}/load", world_id="iam", save_id="s1")
+    exported = api.load("export_world").lambda_handler(
+        events.http_event(
+            "GET", "/worlds/iam/export", route=w + "/export", path_parameters={"world_id": "iam"}
+        ),
+        LambdaContext(function_name="export_world"),
+    )["body"]
+    api.invoke(
+        "import_world",
+        events.http_event(
+            "POST",
+            "/worlds/copy/import",
+            route=w + "/import",
+            path_parameters={"world_id": "copy"},
+            raw_body=exported,
+        ),
+    )
+    _world_call("export_world_s3", "POST", w + "/exports", world_id="iam")
+    job = _world_call("create_import", "POST", w + "/imports", world_id="big")
+    boto3.client("s3", region_name="us-east-1").put_object(
+        Bucket="blobs-iam",
+        Key=str(job["upload_url"]).split("blobs-iam.s3.amazonaws.com/")[1].split("?")[0],
+        Body=exported,
+    )
+    _world_call("start_import", "POST", w + "/imports/{job_id}/start", world_id="big", job_id=job["job_id"])
+    _world_call("get_import", "GET", w + "/imports/{job_id}", world_id="big", job_id=job["job_id"])
+    message = boto3.client("sqs", region_name="us-east-1").receive_message(QueueUrl=queue)["Messages"][0]
+    record = {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": "1",
+            "SenderId": "x",
+            "ApproximateFirstReceiveTimestamp": "1",
+        },
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:imports-iam",
+        "awsRegion": "us-east-1",
+    }
+    answer = api.load("run_import").lambda_handler(
+        {"Records": [record]}, LambdaContext(function_name="run_import")
+    )
+    assert answer == {"batchItemFailures": []}
+    route = w + "/dialogues/{dialogue_id}"
+    _world_call(
+        "delete_dialogue_entry",
+        "DELETE",
+        route + "/entries/{entry_id}",
+        world_id="iam",
+        dialogue_id="A+B+C",
+        entry_id="e1",
+    )
+    _world_call("delete_dialogue", "DELETE", route, world_id="copy", dialogue_id="A+B+C")
+    _world_call("delete_world", "DELETE", w, world_id="iam")
+    # TTL removes the deleted world's item; the retention function purges the rest
+    stream = TableStream("chat-history-it")
+    boto3.client("dynamodb", region_name="us-east-1").delete_item(
+        TableName="chat-history-it", Key={"pk": {"S": "USER#alice#WORLDS"}, "sk": {"S": "W#iam"}}
+    )
+    removal = [r for r in stream.read() if r["eventName"] == "REMOVE"]
+    for r in removal:
+        r["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    token = _current.set("purge_conversation")
+    try:
+        assert retention.process_stream(removal)["worlds"] == 1
+    finally:
+        _current.reset(token)
+    granted = granted_actions()
+    world_functions = {
+        "add_dialogue_entries",
+        "get_dialogue_history",
+        "build_dialogue_prompt",
+        "list_worlds",
+        "list_dialogues",
+        "save_world",
+        "list_saves",
+        "load_save",
+        "revert_load",
+        "export_world",
+        "import_world",
+        "export_world_s3",
+        "create_import",
+        "start_import",
+        "get_import",
+        "run_import",
+        "delete_dialogue_entry",
+        "delete_dialogue",
+        "delete_world",
+        "purge_conversation",
+    }
+    assert set(recorded) >= world_functions
+    for function, actions in recorded.items():
+        missing = actions - granted[function]
+        assert not missing, f"{function} performs {sorted(missing)} but template.yaml does not grant them"
+    granted_s3 = granted_s3_actions()
+    for function, actions in s3_calls.items():
+        missing = actions - granted_s3[function]
+        assert not missing, f"{function} performs s3:{sorted(missing)} but template.yaml does not grant them"
+    for function in _WORLD_S3_FUNCTIONS:
+        assert granted_s3[function] == s3_calls[function], (
+            function,
+            granted_s3[function],
+            s3_calls[function],
+        )
