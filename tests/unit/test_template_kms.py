@@ -162,6 +162,12 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         "StreamChatFunction",
         "EditMessageFunction",
         "AppendMessagesFunction",
+        # DLG-6: the S3 export writes a file, an import's upload URL is signed with the creating
+        # function's role, the start route and the worker send to the import queue.
+        "ExportWorldToS3Function",
+        "CreateImportFunction",
+        "StartImportFunction",
+        "RunImportFunction",
     }
 
 
