@@ -720,7 +720,7 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /worlds/{world_id}/saves/{save_id}/load": RouteDoc(200, SaveAnswerOut, (400, 401, 404, 409, 503)),
     "DELETE /worlds/{world_id}/saves/{save_id}/load": RouteDoc(200, SaveAnswerOut, (400, 401, 404, 409, 503)),
     "POST /worlds/{world_id}/exports": RouteDoc(201, WorldExportOut, (400, 401, 404, 503)),
-    "POST /worlds/{world_id}/imports": RouteDoc(202, ImportJobOut, (400, 401, 409, 503)),
+    "POST /worlds/{world_id}/imports": RouteDoc(202, ImportJobOut, (400, 401, 404, 409, 503)),
     "POST /worlds/{world_id}/imports/{job_id}/start": RouteDoc(202, ImportJobOut, (400, 401, 404, 409, 503)),
     "GET /worlds/{world_id}/imports/{job_id}": RouteDoc(200, ImportJobOut, (400, 401, 404, 503)),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, _READ, media_type="application/x-ndjson"),
