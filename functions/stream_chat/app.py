@@ -21,7 +21,7 @@ from chat_core.errors import Unauthorized
 from chat_core.http.api import error_body, openai_error_body
 from chat_core.http.jwt import JwtVerifier
 from chat_core.http.sink import SseResponse
-from chat_core.http.streaming import COMPLETIONS, serve
+from chat_core.http.stream_routes import COMPLETIONS, serve
 from chat_core.observability import logger
 
 #: Lambda's payload limit for a request (a stateless client's history may be large).

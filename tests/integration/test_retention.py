@@ -18,7 +18,7 @@ from chat_core.settings import reset_settings
 from chat_core.store import partitions
 from chat_core.store.items import Summary
 from chat_core.store.keys import META_SK, conversation_pk
-from chat_core.store.summaries import SummarySuperseded, save_summary
+from chat_core.store.summary_item import SummarySuperseded, save_summary
 
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext

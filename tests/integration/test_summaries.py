@@ -17,7 +17,7 @@ from chat_core.chat.summaries import SUMMARY_INSTRUCTIONS
 from chat_core.errors import InvalidInput, SummaryFailed
 from chat_core.settings import reset_settings
 from chat_core.store import items
-from chat_core.store import summaries as summary_store
+from chat_core.store import summary_item as summary_store
 
 from tests.reliability.faults import injected
 from tests.support import functions as api

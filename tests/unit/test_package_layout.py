@@ -40,8 +40,9 @@ LAZY_ALLOWED = {
     ("aws_lambda_powertools.utilities.parameters",),
     ("botocore.config",),
 }
-MAX_LINES = 520
-#: Modules that are longer and read better whole, each with the reason. Keep this list short.
+MAX_LINES = 500
+#: Modules that are longer and read better whole, each with the reason. This list only shrinks: an entry
+#: may go down or away, never up, and none is added (`test_the_allowances_only_shrink`).
 LONG_MODULES = {
     # One selection engine: policies, the selection pass and its stats share private helpers.
     "engine.window": 700,
@@ -49,8 +50,6 @@ LONG_MODULES = {
     "engine.context": 560,
     # The structured prompt's two budget passes and its rendering are one algorithm.
     "dialogue.prompt": 640,
-    # Dialogue entries: validation, start-or-get, append and the historical context read path.
-    "dialogue.entries": 580,
     # The conversation repository: every read and write of the conversation partition (the post's
     # Query, its two transactions, reservations, pins, listing, delete); its transactions share
     # condition builders and the contention handling.
@@ -62,6 +61,19 @@ LONG_MODULES = {
     # body limits and the one mapping of every error to a response, in both shapes (ours and OpenAI's).
     "http.api": 560,
     # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
+    "store.dialogues": 660,
+}
+
+
+#: The allowances as they stood when they were frozen (issue 29): the ceiling `LONG_MODULES` stays under.
+FROZEN_ALLOWANCES = {
+    "engine.window": 700,
+    "engine.context": 560,
+    "dialogue.prompt": 640,
+    "dialogue.entries": 580,
+    "store.conversations": 820,
+    "llm.client": 560,
+    "http.api": 560,
     "store.dialogues": 660,
 }
 
@@ -201,3 +213,28 @@ def test_modules_stay_small_enough_to_read(name: str, path: Path) -> None:
     lines = len(path.read_text().splitlines())
     # Then it is within the limit
     assert lines <= LONG_MODULES.get(name, MAX_LINES), f"{name} has {lines} lines"
+
+
+def test_the_allowances_only_shrink() -> None:
+    """Architecture (README): a long module's allowance may go down or away, never up, and none is added."""
+    # Given the allowances and the ceiling they were frozen at
+    # When each allowance is compared with its frozen value
+    risen = {
+        name: lines for name, lines in LONG_MODULES.items() if lines > FROZEN_ALLOWANCES.get(name, MAX_LINES)
+    }
+    # Then none rose and none is new
+    assert risen == {}
+    assert MAX_LINES <= 500
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """Architecture (README): a module's own name says which one it is (not `usage` in two packages)."""
+    # Given every chat_core module's last name (packages' __init__ aside)
+    names: dict[str, list[str]] = {}
+    for dotted, path in _modules():
+        if path.name != "__init__.py":
+            names.setdefault(dotted.rsplit(".", 1)[-1], []).append(dotted)
+    # When names held by more than one module are listed
+    shared = {name: modules for name, modules in names.items() if len(modules) > 1}
+    # Then there are none
+    assert shared == {}

@@ -9,8 +9,8 @@ from typing import Any
 import boto3
 import pytest
 from chat_core.errors import ProviderFailed
+from chat_core.llm.api_key import api_key_source
 from chat_core.llm.client import OpenAICompatibleProvider
-from chat_core.llm.keys import api_key_source
 from chat_core.llm.provider import reset_provider
 from chat_core.settings import Settings
 from moto import mock_aws

@@ -24,7 +24,7 @@ from chat_core.engine.costs import micros_to_dollars
 from chat_core.errors import BudgetExceeded
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
-from chat_core.store import usage
+from chat_core.store import ledger
 from chat_core.store.items import BudgetItem, UsageDay
 
 #: The limits a budget item may set, and how each is written in a request (cost limits in dollars).
@@ -152,15 +152,15 @@ def standing(
     today = day_of(now)
     month = month_start(now)[:7]
     this_month = [d for d in days if str(d.day or "").startswith(month)]
-    day_tokens, day_micros = usage.sum_days([d for d in this_month if d.day == today])
-    month_tokens, month_micros = usage.sum_days(this_month)
+    day_tokens, day_micros = ledger.sum_days([d for d in this_month if d.day == today])
+    month_tokens, month_micros = ledger.sum_days(this_month)
     return Standing(limits_for(settings, item), day_tokens, day_micros, month_tokens, month_micros, now)
 
 
 def read_standing(owner: str, settings: Settings, now: datetime | None = None) -> Standing:
     """One Query: the month's usage and the budget item."""
     now = now or datetime.now(UTC)
-    days, item = usage.read_since(owner, month_start(now))
+    days, item = ledger.read_since(owner, month_start(now))
     return standing(days, item, settings, now)
 
 

@@ -27,10 +27,10 @@ from chat_core.errors import ConversationBusy, InvalidInput, PayloadTooLarge, To
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
-from chat_core.store import sizes, summaries, tree
+from chat_core.store import sizes, summary_item, tree
 from chat_core.store.base import contention_backoff
 from chat_core.store.items import Conversation, Message, usage_map
-from chat_core.store.usage import reply_day
+from chat_core.store.ledger import reply_day
 
 if TYPE_CHECKING:
     from chat_core.http.schemas import AppendMessagesIn
@@ -278,7 +278,7 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
         seqs = {int(m.seq) for m in group}
         pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
         changed_pins = len(pinned) != len(conversation.pinned or [])
-        summary = summaries.get_summary(owner, conversation_id)
+        summary = summary_item.get_summary(owner, conversation_id)
         drop = int(summary.to_seq) if summary is not None and int(summary.to_seq) >= min(seqs) else None
         state = TurnState.from_json(conversation.open_turn)
         leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from chat_core.engine import turnlog
+from chat_core.engine import turn_resume, turnlog
 from chat_core.engine.text import utf8_bytes
 from chat_core.engine.tool_pairing import MAX_MESSAGE_TOOL_CALLS_BYTES
 from chat_core.engine.turnlog import LogEvent, Tokens, TurnRecorder, TurnState
@@ -245,7 +245,7 @@ def _abandoned_turn(
     if logged is None:
         logger.warning("interrupted turn not found in the turn log; closed without turn_end", ref=message_id)
         return None, None
-    recorder = turnlog.resume_from_log(logged)
+    recorder = turn_resume.resume_from_log(logged)
     if recorder is None:
         return None, None  # the log ended it already: only the reply is missing
     held = TurnState.from_json(conversation.open_turn)

@@ -26,10 +26,10 @@ from chat_core.llm.provider import get_provider
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store
-from chat_core.store import summaries as store
+from chat_core.store import summary_item as store
 from chat_core.store.items import Conversation, Message, Summary
 from chat_core.store.partitions import parse_conversation_pk
-from chat_core.store.summaries import SummarySuperseded
+from chat_core.store.summary_item import SummarySuperseded
 
 # Tokens a rendered message line costs beyond its text ("[12] assistant: " and the newline), budgeted.
 _LINE_OVERHEAD_TOKENS = 8

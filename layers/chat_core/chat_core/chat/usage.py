@@ -11,7 +11,7 @@ from chat_core.chat import budgets
 from chat_core.chat.views import cost_view
 from chat_core.errors import Forbidden, InvalidInput
 from chat_core.settings import get_settings
-from chat_core.store import usage
+from chat_core.store import ledger
 from chat_core.store.items import BudgetItem, UsageDay
 from chat_core.store.keys import is_valid_owner
 
@@ -96,7 +96,7 @@ def usage_report(
         raise InvalidInput("from must not be after to", field="from")
     if (last_day - first_day).days + 1 > MAX_DAYS:
         raise InvalidInput(f"ask for at most {MAX_DAYS} days at once", field="from")
-    items = usage.read_days(owner, first_day.isoformat(), last_day.isoformat())
+    items = ledger.read_days(owner, first_day.isoformat(), last_day.isoformat())
     days: dict[str, list[dict[str, Any]]] = {}
     by_model: dict[str, list[dict[str, Any]]] = {}
     for item in items:
@@ -147,7 +147,7 @@ def set_budget(caller: str, user: str, body: Mapping[str, Any], *, admin: bool) 
     limits = dict(_limit(body, key) for key in budgets.LIMIT_KEYS if key in body)
     now = datetime.now(UTC)
     pk, sk = BudgetItem.key(owner)
-    usage.put_limits(
+    ledger.put_limits(
         BudgetItem(
             pk,
             sk,

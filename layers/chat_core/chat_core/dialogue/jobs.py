@@ -30,7 +30,7 @@ from chat_core.dialogue import transfer
 from chat_core.dialogue.worlds import live
 from chat_core.errors import Conflict, InvalidInput, NotFound, WorldNotEmpty
 from chat_core.settings import get_settings
-from chat_core.store import blobs, jobs, world_io
+from chat_core.store import blobs, import_jobs, world_io
 from chat_core.store.dialogues import DialogueRecord, EntryRecord, validate_world_id
 
 BATCH: Final = 500  # entry lines written (and progress recorded) at a time
@@ -96,7 +96,7 @@ def create_import(owner: str, world_id: str, mode: str = "restore") -> dict[str,
     job_id = uuid.uuid4().hex
     key = f"{blobs.world_prefix(owner, world_id)}imports/{job_id}.jsonl"
     now = _now()
-    jobs.new_job(
+    import_jobs.new_job(
         owner,
         world_id,
         {"job_id": job_id, "mode": mode, "status": "awaiting_upload", "object_key": key, "created_at": now},
@@ -118,7 +118,7 @@ def get_import(owner: str, world_id: str, job_id: str) -> dict[str, Any]:
     world_id = validate_world_id(world_id)
     job_id = _job_id(job_id)
     live(owner, world_id)
-    job = jobs.get_job(owner, world_id, job_id)
+    job = import_jobs.get_job(owner, world_id, job_id)
     if job is None:
         raise ImportNotFound(f"no import {job_id!r} in world {world_id!r}", job_id=job_id)
     job.pop("object_key", None)
@@ -131,7 +131,7 @@ def start_import(owner: str, world_id: str, job_id: str) -> dict[str, Any]:
     world_id = validate_world_id(world_id)
     job_id = _job_id(job_id)
     live(owner, world_id, writing=True)
-    job = jobs.get_job(owner, world_id, job_id)
+    job = import_jobs.get_job(owner, world_id, job_id)
     if job is None:
         raise ImportNotFound(f"no import {job_id!r} in world {world_id!r}", job_id=job_id)
     if job["status"] == "done":
@@ -144,8 +144,10 @@ def start_import(owner: str, world_id: str, job_id: str) -> dict[str, Any]:
     # A failed job reads its file again from the top (a new upload may have fixed it); what the first
     # run wrote is written again as the same items. A job that stopped part way resumes where it was.
     restart = {"lines_done": 0, "errors": None, "error_count": 0} if job["status"] == "failed" else {}
-    jobs.update_job(owner, world_id, job_id, status="queued", bytes_total=size, updated_at=_now(), **restart)
-    jobs.enqueue({"owner": owner, "world_id": world_id, "job_id": job_id})
+    import_jobs.update_job(
+        owner, world_id, job_id, status="queued", bytes_total=size, updated_at=_now(), **restart
+    )
+    import_jobs.enqueue({"owner": owner, "world_id": world_id, "job_id": job_id})
     return get_import(owner, world_id, job_id)
 
 
@@ -243,13 +245,13 @@ def run_import(
 ) -> dict[str, Any]:
     """The worker: run (or resume) a job until it is done, fails, or `time_left()` (seconds) runs low;
     then the answer's `status` is "queued" and the caller queues it again."""
-    job = jobs.get_job(owner, world_id, job_id)
+    job = import_jobs.get_job(owner, world_id, job_id)
     if job is None or job["status"] == "done":
         return {"job_id": job_id, "status": "done" if job else "missing"}
     run = _Run(owner, world_id, job)
     done_before = int(job.get("lines_done") or 0)
     runs = int(job.get("runs") or 0) + 1
-    jobs.update_job(owner, world_id, job_id, status="running", runs=runs, updated_at=_now())
+    import_jobs.update_job(owner, world_id, job_id, status="running", runs=runs, updated_at=_now())
     last = 0
     try:
         for number, raw in _lines(blobs.open_object(job["object_key"])):
@@ -261,19 +263,19 @@ def run_import(
                 if on_batch is not None:
                     on_batch(number)
                 if time_left() < 30:
-                    jobs.update_job(owner, world_id, job_id, status="queued", updated_at=_now())
+                    import_jobs.update_job(owner, world_id, job_id, status="queued", updated_at=_now())
                     return {"job_id": job_id, "status": "queued", "lines_done": number}
         run.flush()
     except (OSError, EOFError) as exc:  # a damaged gzip stream
         run.fail_line(last + 1, f"the file could not be read: {exc}")
     status, finished = _verdict(run), _now()
     _progress(run, job_id, last)
-    jobs.update_job(owner, world_id, job_id, status=status, finished_at=finished, updated_at=finished)
+    import_jobs.update_job(owner, world_id, job_id, status=status, finished_at=finished, updated_at=finished)
     return {"job_id": job_id, "status": status, "lines_done": last}
 
 
 def _progress(run: _Run, job_id: str, lines_done: int) -> None:
-    jobs.update_job(
+    import_jobs.update_job(
         run.owner,
         run.world_id,
         job_id,
@@ -305,4 +307,4 @@ def _verdict(run: _Run) -> str:
 
 def queue_again(owner: str, world_id: str, job_id: str) -> None:
     """A run that stopped for time goes back on the queue."""
-    jobs.enqueue({"owner": owner, "world_id": world_id, "job_id": job_id})
+    import_jobs.enqueue({"owner": owner, "world_id": world_id, "job_id": job_id})

@@ -17,7 +17,7 @@ from typing import Any, Final
 from chat_core.dialogue.gametime import check_tick
 from chat_core.dialogue.worlds import live
 from chat_core.errors import InvalidInput, SaveNotFound
-from chat_core.store import worlds as store
+from chat_core.store import directory as store
 from chat_core.store.dialogues import validate_world_id
 
 MAX_SAVES: Final = 100

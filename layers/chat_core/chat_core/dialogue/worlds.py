@@ -14,10 +14,10 @@ from typing import Any, Final
 from chat_core.errors import DialogueNotFound, EntryNotFound, WorldDeleted, WorldNotFound
 from chat_core.settings import get_settings
 from chat_core.store import dialogues as dialogue_store
+from chat_core.store import directory as store
 from chat_core.store import world_io
-from chat_core.store import worlds as store
 from chat_core.store.dialogues import validate_dialogue_id, validate_entry_id, validate_world_id
-from chat_core.store.worlds import WorldState
+from chat_core.store.directory import WorldState
 
 MAX_PAGE: Final = 100
 

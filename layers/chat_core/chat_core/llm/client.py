@@ -16,6 +16,7 @@ import httpx
 from chat_core import __version__
 from chat_core.engine.text import repaired, repaired_value
 from chat_core.errors import ChatError, ProviderFailed
+from chat_core.llm.api_key import resolve_api_key
 from chat_core.llm.completion import (
     MAX_RECORDED_BODY_BYTES,
     ChunkSink,
@@ -24,7 +25,6 @@ from chat_core.llm.completion import (
     StreamInterrupted,
     to_openai_messages,
 )
-from chat_core.llm.keys import resolve_api_key
 from chat_core.llm.parsing import (
     content_text,
     describe,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from chat_core.llm.api_key import forget_keys
 from chat_core.llm.client import OpenAICompatibleProvider, close_shared_client
 from chat_core.llm.completion import ChatProvider
-from chat_core.llm.keys import forget_keys
 from chat_core.llm.offline import OfflineProvider
 from chat_core.settings import Settings, get_settings
 

@@ -19,7 +19,7 @@ from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.observability import logger
-from chat_core.store import base, usage
+from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
 from chat_core.store.items import Conversation, EventItem, Message, Summary
 from chat_core.store.keys import (
@@ -458,7 +458,7 @@ def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], lis
         for i, value in enumerate(pending.get("local") or (0, 0)):
             local[i] += int(value)
         if isinstance(pending.get("charge"), Mapping):
-            charges.append((usage.reply_day(reply), Charge.from_json(pending["charge"])))
+            charges.append((ledger.reply_day(reply), Charge.from_json(pending["charge"])))
     return reported, local, charges
 
 
@@ -570,7 +570,7 @@ def append_messages(
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
-        *usage.charge_updates(conversation.owner, owed),
+        *ledger.charge_updates(conversation.owner, owed),
     ]
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
@@ -630,7 +630,7 @@ def record_reply(
     STORED_DELETED; raises ReplySlotTaken or StoreUnavailable only when the reply could not be stored.
     """
     target = Conversation(conversation.pk, conversation.sk)
-    charges = [(usage.reply_day(message), charge)] if charge is not None else []
+    charges = [(ledger.reply_day(message), charge)] if charge is not None else []
     core: list[_Item] = [
         ("put", message, _NEW, None),
         (
@@ -645,7 +645,7 @@ def record_reply(
                 *_open_turn_actions(open_turn),
             ],
         ),
-        *usage.charge_updates(conversation.owner, charges),
+        *ledger.charge_updates(conversation.owner, charges),
     ]
     event_puts = _event_puts(conversation, events)
     outcome = STORED_ALONE
@@ -694,7 +694,7 @@ def _bill_alone(owner: str, message: Message, charge: Charge) -> None:
     """Add the charge of a reply stored after its conversation was deleted to the owner's usage, in a
     transaction of its own (its ClientRequestToken makes botocore's resend of a lost answer count once).
     Best effort: one retry of a conflict, then a warning."""
-    writes = usage.charge_updates(owner, [(usage.reply_day(message), charge)])
+    writes = ledger.charge_updates(owner, [(ledger.reply_day(message), charge)])
     for attempt in range(2):
         try:
             _transact(writes, request_token(message.pk, message.sk, "bill", attempt))

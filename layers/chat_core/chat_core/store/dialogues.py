@@ -37,6 +37,7 @@ from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import Conflict, DialogueNotFound, InvalidInput
 from chat_core.store.base import bind, connection, store_error
+from chat_core.store.directory import count_in_world
 from chat_core.store.items import (
     DialogueEntryItem,
     DialogueMetaItem,
@@ -47,7 +48,6 @@ from chat_core.store.items import (
     WorldDialogueItem,
 )
 from chat_core.store.keys import entry_sk
-from chat_core.store.worlds import count_in_world
 
 MAX_PARTICIPANTS: Final = 32  # one start writes 2 + 2n items; a transaction holds at most 100
 MAX_PARTICIPANT_ID_CHARS: Final = 64

@@ -14,7 +14,7 @@ from pynamodb.expressions.update import Action
 
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound
-from chat_core.store import base, usage
+from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import (
     _NEW,
@@ -167,7 +167,7 @@ def put_reserved(
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
             *(("put", link, None, None) for link in links),
-            *usage.charge_updates(conversation.owner, _pending_sums(reconcile)[2]),
+            *ledger.charge_updates(conversation.owner, _pending_sums(reconcile)[2]),
         ]
         try:
             _write(core, event_puts, f"{conversation.pk}|reserved|{messages[0].message_id}|{attempt}")

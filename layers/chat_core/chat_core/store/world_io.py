@@ -23,6 +23,7 @@ from chat_core.store.dialogues import (
     unavailable,
     witness_item,
 )
+from chat_core.store.directory import count_in_world
 from chat_core.store.items import (
     DialogueEntryItem,
     DialogueMetaItem,
@@ -34,7 +35,6 @@ from chat_core.store.items import (
 )
 from chat_core.store.keys import entry_sk
 from chat_core.store.partitions import delete_partition
-from chat_core.store.worlds import count_in_world
 
 
 def world_dialogue_ids(owner: str, world_id: str) -> Iterator[str]:

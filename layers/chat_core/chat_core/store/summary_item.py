@@ -12,7 +12,7 @@ from pynamodb.expressions.condition import Condition
 
 from chat_core.engine.costs import Charge
 from chat_core.errors import StoreUnavailable
-from chat_core.store import base, usage
+from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import _Cancelled, _transact, request_token
 from chat_core.store.items import Summary
@@ -62,7 +62,7 @@ _CHARGE_RETRY_S: Final = 5.0
 
 def _put_with_charge(owner: str, summary: Summary, condition: Condition, charge: tuple[str, Charge]) -> None:
     """The summary and its charge to the owner's usage, in one TransactWrite."""
-    writes = [("put", summary, condition, None), *usage.charge_updates(owner, [charge])]
+    writes = [("put", summary, condition, None), *ledger.charge_updates(owner, [charge])]
     deadline = time.monotonic() + _CHARGE_RETRY_S
     attempt = 0
     while True:
