@@ -64,7 +64,7 @@ browser: ## Chromium and its driver for the console's browser tests (Debian/Ubun
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-screenshots: venv ## retake the console screenshots the README shows (docs/images), from its browser tests
+screenshots: venv ## retake the console screenshots docs/console.md shows (docs/images), from its browser tests
 	CONSOLE_SCREENSHOTS=docs/images CONSOLE_BROWSER_REQUIRED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/e2e/test_console_browser.py
 
 STRESS_ROUNDS ?= 3

@@ -20,7 +20,7 @@ from bench.bench_storage import FixedReplyModel, _reset_pynamodb, chat_service, 
 from bench.dynamodb_meter import Tally, item_size, metered, moto_env, moto_fixes
 
 #: AWS list prices, us-east-1, on-demand, as of the date (aws.amazon.com/dynamodb/pricing/on-demand,
-#: /lambda/pricing, /api-gateway/pricing). Change them here; the README's table follows `make bench`.
+#: /lambda/pricing, /api-gateway/pricing). Change them here; docs/costs.md's table follows `make bench`.
 PRICES: Final[dict[str, Any]] = {
     "as_of": "2025-08-01",
     "region": "us-east-1",

@@ -251,8 +251,8 @@ def test_external_dynamodb_endpoint_gets_the_table_and_keeps_the_data(tmp_path: 
 
 def test_stopping_under_load_is_bounded_and_keeps_the_questions(tmp_path: Path) -> None:
     """A server stopped (SIGTERM) while posts wait on a slow model exits promptly with its data saved:
-    the questions already stored are there after a restart. README: stopping takes at most a few
-    seconds whatever is running; the bound asserted here is generous for a busy machine."""
+    the questions already stored are there after a restart. docs/local-development.md: stopping takes at
+    most a few seconds whatever is running; the bound asserted here is generous for a busy machine."""
     with OpenAIStandin(mode="ok") as model:
         env = {"LLM_BASE_URL": model.base_url, "LLM_API_KEY": "sk-test", "LLM_MAX_RETRIES": "0"}
         server = ServerProcess(tmp_path, env=env).start()

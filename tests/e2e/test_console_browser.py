@@ -7,7 +7,7 @@ Content-Security-Policy violation, and no request to any origin but the API's.
 
 Without a browser these tests skip, saying how to install one; with CONSOLE_BROWSER_REQUIRED=1 (set by
 `.ci/run`, which installs it) a missing browser fails instead. CONSOLE_SCREENSHOTS=<dir> keeps the
-screenshots the README shows (`make screenshots`).
+screenshots docs/console.md shows (`make screenshots`).
 """
 
 from __future__ import annotations

@@ -225,14 +225,15 @@ def test_langchain_chat_openai_holds_a_three_turn_conversation(
 
 
 def test_the_readme_sdk_example_works_as_pasted(server: ServerProcess, model: OpenAIStandin) -> None:
-    """API-13: the README's "Use it from the OpenAI SDK" block runs against a real local server (its
-    address swapped for this server's) and prints the model's answers."""
+    """API-13, DOC-1: every block of the README and docs/ marked `# needs: make run` (the OpenAI SDK and
+    framework examples of docs/frameworks.md) runs against a real local server (its address swapped for
+    this server's) and prints the model's answers."""
     from tests.unit.test_readme_examples import SERVER_BLOCKS
 
-    assert SERVER_BLOCKS, "the README has no block that talks to `make run`"
+    assert SERVER_BLOCKS, "no block of the README or docs/ talks to `make run`"
     for block in SERVER_BLOCKS:
-        code = block.replace("http://127.0.0.1:3000", server.url)
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+        code = block.code.replace("http://127.0.0.1:3000", server.url)
+        exec(compile(code, str(block.path), "exec"), {"__name__": "readme_example"})
     assert model.requests, "the example never reached the model"
 
 

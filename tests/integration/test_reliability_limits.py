@@ -1,7 +1,7 @@
 """REL-9 / API-3 / API-5: every size limit answers a clear 4xx in the one error shape, and no item
 the service writes can exceed DynamoDB's 400 KB (capped or refused).
 
-Limits (see README "Reliability"): request bodies 256 KiB (POST /messages 1 MiB; dialogue bulk routes
+Limits (see docs/reliability.md, "Limits"): request bodies 256 KiB (POST /messages 1 MiB; dialogue bulk routes
 Lambda's 6 MiB), checked before parsing -> 413; title 200, system prompt 20,000, content 5,000
 characters; model 100; conversation id 64; Idempotency-Key 255; cursor 2,048; caller id 512; page
 sizes 1..100 (list) and 1..200 (messages); tool arguments and results 32 KiB, one message's tool calls

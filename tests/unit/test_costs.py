@@ -102,8 +102,8 @@ def test_a_bad_price_table_is_refused_naming_the_problem(table: object, says: st
         costs.parse_prices(table)
 
 
-def test_the_builtin_table_is_dated_and_prices_the_readme_models() -> None:
-    """COST-1: the shipped table has a date and prices the models the README names."""
+def test_the_builtin_table_is_dated_and_prices_the_documented_models() -> None:
+    """COST-1: the shipped table has a date and prices the models the docs name (docs/library.md)."""
     as_of, table = costs.builtin_table()
     assert datetime.date.fromisoformat(as_of).year >= 2025
     for model in ("gpt-4o", "gpt-4o-mini", "gpt-4", "gpt-4-turbo", "gpt-3.5-turbo"):

@@ -146,7 +146,7 @@ class ModelSettingsIn(_Strict):
         return self.model_dump(mode="json", include=fields, by_alias=True, exclude_unset=True)
 
 
-#: The per-turn Chat Completions fields (API-11), in the order the README lists them.
+#: The per-turn Chat Completions fields (API-11), in the order docs/api.md lists them.
 MODEL_SETTING_FIELDS: tuple[str, ...] = tuple(ModelSettingsIn.model_fields)
 
 
