@@ -6,6 +6,7 @@ import argparse
 import itertools
 import json
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -514,9 +515,21 @@ def run_once(api: ChatApi, console: Console, options: SessionOptions, args: argp
     return _exit_code(result)
 
 
+def take_ctrl_c() -> None:
+    """At a terminal, Ctrl-C stops waiting for the model, whatever SIGINT disposition the CLI inherited.
+
+    A program started in the background of a non-interactive shell (a script's `cmd &`, a CI runner, some
+    IDE launchers) inherits SIGINT *ignored*, and Python then never turns Ctrl-C into KeyboardInterrupt:
+    a slow reply could not be interrupted, and the turn ran to its end as if the key was never pressed.
+    """
+    if sys.stdin.isatty():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    take_ctrl_c()
     console = Console(spinner=not args.no_spinner)
     if (
         args.max_prompt_tokens is not None

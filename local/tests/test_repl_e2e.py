@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +28,7 @@ SESSION = re.compile(r"session (\w+)  \(")
 def spawn(server: ServerProcess, tmp_path: Path) -> Iterator[object]:
     children: list[pexpect.spawn] = []
 
-    def start(*args: str) -> pexpect.spawn:
+    def start(*args: str, preexec_fn: object = None) -> pexpect.spawn:
         child = pexpect.spawn(
             console_script("chat"),
             ["--api", server.url, "--user", "gus", "--log-dir", str(tmp_path), *args],
@@ -35,6 +36,7 @@ def spawn(server: ServerProcess, tmp_path: Path) -> Iterator[object]:
             encoding="utf-8",
             timeout=30,
             dimensions=(40, 200),
+            preexec_fn=preexec_fn,
         )
         children.append(child)
         return child
@@ -187,13 +189,24 @@ def test_repl_model_error_is_shown_and_the_session_continues(spawn: object, mode
     child.expect(pexpect.EOF)
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    "inherited",
+    [None, _ignore_sigint],
+    ids=["started-from-a-terminal", "started-with-sigint-ignored"],
+)
 def test_ctrl_c_during_a_turn_stops_waiting_and_keeps_the_session(
-    spawn: object, model: OpenAIStandin, tmp_path: Path
+    spawn: object, model: OpenAIStandin, tmp_path: Path, inherited: object
 ) -> None:
-    """Ctrl-C while the model thinks: the REPL stops waiting, logs the turn as interrupted, and goes on."""
-    # Given a slow model and a REPL
+    """Seed 002 interactive mode: Ctrl-C while the model thinks stops waiting, logs the turn as interrupted,
+    and the REPL goes on; also when the CLI was started with SIGINT ignored, as a background job of a
+    non-interactive shell (a script, a CI runner) starts it."""
+    # Given a slow model and a REPL (started normally, or inheriting SIGINT ignored)
     model.set_mode("slow", slow_seconds=3.0)
-    child = spawn()  # type: ignore[operator]
+    child = spawn(preexec_fn=inherited)  # type: ignore[operator]
     child.expect(SESSION)
     session_id = child.match.group(1)
     child.expect("you> ")
