@@ -84,13 +84,16 @@ def recording(golden_server: ServerProcess, standin: OpenAIStandin) -> dict[str,
 def test_the_golden_answers_cover_every_route_of_the_openapi_document() -> None:
     """API-8: every route of template.yaml (the golden OpenAPI document lists them all) has recorded
     answers; with the replay below equal to the files, the scenario calls every route."""
+    # Given the routes of the golden OpenAPI document
     document = json.loads((ANSWERS.parent / "openapi.json").read_text(encoding="utf-8"))
     routes = {f"{method.upper()} {path}" for path, item in document["paths"].items() for method in item}
+    # When the recorded requests are gathered from every family's file
     recorded = {
         call["request"]
         for file in ANSWERS.glob("*.json")
         for call in json.loads(file.read_text(encoding="utf-8"))
     }
+    # Then no route is missing
     assert sorted(routes - recorded) == []
 
 
