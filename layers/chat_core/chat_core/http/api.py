@@ -30,13 +30,13 @@ from chat_core.errors import (
     Unauthorized,
 )
 from chat_core.http import limits
+from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
 from chat_core.http.statuses import status_for
 from chat_core.observability import logger
 from chat_core.settings import get_settings
 from chat_core.store.base import transient_cause
 from chat_core.store.keys import is_valid_owner
 
-MAX_IDEMPOTENCY_KEY_CHARS = 255
 _MAX_REPORTED_ERRORS = 10
 
 
