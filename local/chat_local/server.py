@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
 from chat_core.errors import Unauthorized
 from chat_core.http.jwt import JwtVerifier
+from chat_core.http.openapi_doc import DocumentedRoute, build_openapi
 from chat_core.http.sink import SseResponse
 
 from chat_local.apigw import (
@@ -55,7 +55,7 @@ from chat_local.lambda_runtime import (
     Throttled,
     apply_function_environment,
 )
-from chat_local.openapi import build_openapi, swagger_page
+from chat_local.openapi import swagger_page
 from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
@@ -480,16 +480,19 @@ class LocalApi:
     def openapi(self) -> dict[str, Any]:
         with self._docs_lock:
             if self._openapi is None:
-                modules: dict[str, ModuleType] = {}
+                resolvers: dict[str, Any] = {}
                 for logical_id, runtime in self.runtimes.items():
                     if logical_id in self.import_errors:
                         continue
                     try:
-                        modules[logical_id] = runtime.first_module()
+                        resolvers[logical_id] = getattr(runtime.first_module(), "app", None)
                     except HandlerUnavailable:
                         continue
                 assert self.template is not None
-                self._openapi = build_openapi(self.template.routes, modules)
+                routes = [
+                    DocumentedRoute(r.method, r.path, r.function.logical_id) for r in self.template.routes
+                ]
+                self._openapi = build_openapi(routes, resolvers)
             return self._openapi
 
     def docs_page(self) -> bytes:

@@ -12,11 +12,12 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ParamValid
 from chat_core.chat.recording import abandoned_slots, contention_backoff
 from chat_core.errors import PayloadTooLarge, StoreUnavailable
 from chat_core.http import limits
+from chat_core.http.openapi_doc import document_responses
+from chat_core.http.route_answers import ROUTES
 from chat_core.settings import Settings
 from chat_core.store.base import CONTENTION_CAP_S, transient_cause
 from chat_core.store.items import Message
 from chat_core.store.sizes import item_bytes, value_bytes
-from chat_local.responses import ROUTES, document_responses
 from hypothesis import given
 from hypothesis import strategies as st
 from pynamodb.exceptions import QueryError

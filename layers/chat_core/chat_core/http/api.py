@@ -30,13 +30,14 @@ from chat_core.errors import (
     Unauthorized,
 )
 from chat_core.http import limits
+from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
+from chat_core.http.route_answers import answering, dump_json, wire_body
 from chat_core.http.statuses import status_for
 from chat_core.observability import logger
 from chat_core.settings import get_settings
 from chat_core.store.base import transient_cause
 from chat_core.store.keys import is_valid_owner
 
-MAX_IDEMPOTENCY_KEY_CHARS = 255
 _MAX_REPORTED_ERRORS = 10
 
 
@@ -47,15 +48,19 @@ NO_IDENTITY_MESSAGE = (
 
 
 def json_response(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response[Any]:
-    """A JSON response (`None` body -> empty, for 204)."""
-    extra = dict(headers) if headers else None
+    """A JSON response (`None` body -> empty, for 204). Inside a route, the body goes through the route's
+    response model for `status` (`route_answers.wire_body`), so what is sent is what the document says."""
     if body is None:
-        return Response(status_code=status, body="", headers=extra)
+        return Response(status_code=status, body="", headers=dict(headers) if headers else None)
+    return _json_text(status, wire_body(answering.get(), status, body), headers)
+
+
+def _json_text(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response[Any]:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
-        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
-        headers=extra,
+        body=text,
+        headers=dict(headers) if headers else None,
     )
 
 
@@ -87,7 +92,7 @@ def error_response(
     headers: Mapping[str, str] | None = None,
 ) -> Response[Any]:
     """An error in the one shape of every 4xx/5xx (see `error_body`); /v1 routes use OpenAI's."""
-    return json_response(status, error_body(code, message, details), headers)
+    return _json_text(status, dump_json(error_body(code, message, details)), headers)
 
 
 def retry_after_header() -> dict[str, str]:
@@ -144,6 +149,14 @@ class ChatResolver(APIGatewayHttpResolver):
         methods = (method,) if isinstance(method, str) else tuple(method)
         self.declared_routes.extend((str(m).upper(), rule) for m in methods)
         return super().route(rule, method, *args, **kwargs)
+
+    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
+        # Powertools calls the matched route here: its answers go through its response models meanwhile.
+        token = answering.set(f"{route.method} {route.openapi_path}")
+        try:
+            return super()._call_route(route, route_arguments)
+        finally:
+            answering.reset(token)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if not isinstance(event, Mapping):
@@ -459,7 +472,7 @@ def build_app(*, openai_errors: bool = False) -> APIGatewayHttpResolver:
         if param is None and details:
             param = str(details[0].get("field", "")).removeprefix("body.") or None
         status = openai_status(status)
-        return json_response(status, openai_error_body(status, code, message, param), headers)
+        return _json_text(status, dump_json(openai_error_body(status, code, message, param)), headers)
 
     def _domain_error(exc: ChatError) -> Response[Any]:
         status = status_for(exc)

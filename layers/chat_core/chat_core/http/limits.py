@@ -10,6 +10,9 @@ from typing import Any, Final
 from chat_core.errors import PayloadTooLarge
 from chat_core.settings import Settings, get_settings
 
+#: API-6: the longest Idempotency-Key a request may send.
+MAX_IDEMPOTENCY_KEY_CHARS: Final = 255
+
 #: Lambda's own limit on a synchronous invocation's payload: the most a bulk route can ever receive.
 LAMBDA_PAYLOAD_BYTES: Final = 6 * 1024 * 1024
 
