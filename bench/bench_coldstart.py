@@ -44,7 +44,7 @@ PIECES = (
     ("pynamodb.models", "PynamoDB: every handler that touches the table"),
     (
         "chat_core.http.api",
-        "chat_core.http.api: the handlers' resolver, errors, response models, Powertools logger/metrics",
+        "chat_core.http.api: the handlers' resolver, error mapping and Powertools logger/metrics",
     ),
     (
         "chat_core.chat.reads",
