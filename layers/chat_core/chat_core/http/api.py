@@ -31,7 +31,6 @@ from chat_core.errors import (
 )
 from chat_core.http import limits
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
-from chat_core.http.route_answers import answering, dump_json, wire_body
 from chat_core.http.statuses import status_for
 from chat_core.observability import logger
 from chat_core.settings import get_settings
@@ -48,19 +47,15 @@ NO_IDENTITY_MESSAGE = (
 
 
 def json_response(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response[Any]:
-    """A JSON response (`None` body -> empty, for 204). Inside a route, the body goes through the route's
-    response model for `status` (`route_answers.wire_body`), so what is sent is what the document says."""
+    """A JSON response (`None` body -> empty, for 204)."""
+    extra = dict(headers) if headers else None
     if body is None:
-        return Response(status_code=status, body="", headers=dict(headers) if headers else None)
-    return _json_text(status, wire_body(answering.get(), status, body), headers)
-
-
-def _json_text(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response[Any]:
+        return Response(status_code=status, body="", headers=extra)
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
-        body=text,
-        headers=dict(headers) if headers else None,
+        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        headers=extra,
     )
 
 
@@ -92,7 +87,7 @@ def error_response(
     headers: Mapping[str, str] | None = None,
 ) -> Response[Any]:
     """An error in the one shape of every 4xx/5xx (see `error_body`); /v1 routes use OpenAI's."""
-    return _json_text(status, dump_json(error_body(code, message, details)), headers)
+    return json_response(status, error_body(code, message, details), headers)
 
 
 def retry_after_header() -> dict[str, str]:
@@ -149,14 +144,6 @@ class ChatResolver(APIGatewayHttpResolver):
         methods = (method,) if isinstance(method, str) else tuple(method)
         self.declared_routes.extend((str(m).upper(), rule) for m in methods)
         return super().route(rule, method, *args, **kwargs)
-
-    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
-        # Powertools calls the matched route here: its answers go through its response models meanwhile.
-        token = answering.set(f"{route.method} {route.openapi_path}")
-        try:
-            return super()._call_route(route, route_arguments)
-        finally:
-            answering.reset(token)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if not isinstance(event, Mapping):
@@ -472,7 +459,7 @@ def build_app(*, openai_errors: bool = False) -> APIGatewayHttpResolver:
         if param is None and details:
             param = str(details[0].get("field", "")).removeprefix("body.") or None
         status = openai_status(status)
-        return _json_text(status, dump_json(openai_error_body(status, code, message, param)), headers)
+        return json_response(status, openai_error_body(status, code, message, param), headers)
 
     def _domain_error(exc: ChatError) -> Response[Any]:
         status = status_for(exc)

@@ -5,9 +5,7 @@ document (`chat_core.http.openapi_doc`) is written from this table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -217,47 +215,3 @@ RETRY_AFTER: Final = {
     "description": "Seconds to wait before retrying.",
     "schema": {"type": "string", "pattern": "^[0-9]+$"},
 }
-
-
-#: The route a resolver is answering on this thread ("METHOD /path"): `ChatResolver` sets it around each
-#: route call, and `json_response` writes that route's answers through its model (`wire_body`).
-answering: ContextVar[str | None] = ContextVar("chat_core_answering", default=None)
-
-
-def answer_model(route_key: str | None, status: int) -> type[BaseModel] | None:
-    """The model of what `route_key` ("METHOD /path" as in template.yaml) answers with `status` (None: the
-    route has no model for it, e.g. an error or a route this table does not describe)."""
-    doc = ROUTES.get(route_key) if route_key is not None else None
-    if doc is None:
-        return None
-    return doc.model if status == doc.success else doc.also.get(status)
-
-
-def dump_json(body: Any) -> str:
-    """The JSON text of an answer: compact, UTF-8 as is (not \\u-escaped)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-
-
-def wire_body(route_key: str | None, status: int, body: Any) -> str:
-    """The JSON text a route answers: the domain's outcome validated into the route's response model and
-    written from it, or the outcome as it is when the route has no model for this status.
-
-    The model writes the fields the outcome set (absent stays absent, null stays null, unknown fields
-    pass through: the models allow them) in the order the outcome gave them, so a client sees the same
-    text as before the models wrote it.
-    """
-    model = answer_model(route_key, status)
-    if model is None:
-        return dump_json(body)
-    written = model.model_validate(body).model_dump(by_alias=True, exclude_unset=True)
-    return dump_json(_in_order_of(written, body))
-
-
-def _in_order_of(written: Any, given: Any) -> Any:
-    """`written` (a model's dump) with every object's keys in the order `given` (the outcome) had them."""
-    if isinstance(written, dict) and isinstance(given, Mapping):
-        keys = [key for key in given if key in written] + [key for key in written if key not in given]
-        return {key: _in_order_of(written[key], given.get(key)) for key in keys}
-    if isinstance(written, list) and isinstance(given, list | tuple) and len(written) == len(given):
-        return [_in_order_of(item, source) for item, source in zip(written, given, strict=True)]
-    return written
