@@ -242,6 +242,8 @@ SHARED_POLICIES_NOTE = [
 
 
 def render_shared_policies() -> list[str]:
+    """The conditional managed policies. The two KMS policies keep the Description they had when each
+    function listed them: changing a managed policy's Description replaces the policy."""
     decrypt = [f for f in FUNCTIONS if f.kms_actions == {"kms:Decrypt"}]
     send = [f for f in FUNCTIONS if "kms:GenerateDataKey" in f.kms_actions]
     prices = [f for f in FUNCTIONS if f.prices]
@@ -252,7 +254,7 @@ def render_shared_policies() -> list[str]:
         *_managed_policy(
             "KmsKeyDecryptPolicy",
             "HasKmsKey",
-            "Read and write the table and its stream, receive from a queue, read an object (customer-managed key).",  # noqa: E501
+            "Read and write the table and its stream, receive from a queue (customer-managed key).",
             "kms:Decrypt",
             key,
             decrypt,
@@ -260,7 +262,7 @@ def render_shared_policies() -> list[str]:
         *_managed_policy(
             "KmsKeyQueueSendPolicy",
             "HasKmsKey",
-            "All of the above, and send to a queue or write an object encrypted with the customer-managed key.",  # noqa: E501
+            "Send to a queue or write an object encrypted with the customer-managed key.",
             "kms:GenerateDataKey, kms:Decrypt",
             key,
             send,
