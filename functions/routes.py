@@ -102,11 +102,10 @@ class Function:
     @property
     def triggers(self) -> tuple[str, ...]:
         """Its kinds of trigger: "http", "sqs", "stream", "function_url"; a function with none is invoked
-        directly (every HTTP function also takes a direct invocation payload, see docs/api.md)."""
-        kinds = ("http",) if self.http else ()
-        kinds += ("sqs",) if self.queue else ()
-        kinds += ("stream",) if self.stream else ()
-        return kinds + (("function_url",) if self.function_url else ())
+        directly (every HTTP function also takes a direct invocation payload, see docs/long-conversations.md)."""
+        present = {"http": bool(self.http), "sqs": bool(self.queue), "stream": bool(self.stream)}
+        present["function_url"] = self.function_url
+        return tuple(kind for kind, there in present.items() if there)
 
     @property
     def actions(self) -> frozenset[str]:
