@@ -14,7 +14,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv test test-stress lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset browser screenshots
+.PHONY: help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint unit bench build run fuzz reliability encodings clean lock chat local-reset browser screenshots
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -47,6 +47,17 @@ format: venv ## ruff format + autofix
 
 typecheck: venv ## mypy (strict on chat_core)
 	$(VENV)/bin/mypy
+
+template: venv ## write template.yaml's functions, log groups and policies from functions/routes.py
+	$(PY) scripts/gen_template.py
+
+events: venv ## write events/<function>.json (sam local invoke -e) from functions/routes.py and scripts/event_samples.py
+	$(PY) scripts/gen_events.py
+
+PERMISSIONS_BASE ?= main
+permissions: venv ## each function's IAM permissions here against template.yaml at PERMISSIONS_BASE (git ref)
+	@base=$$(mktemp); git show $(PERMISSIONS_BASE):template.yaml > $$base; \
+		$(PY) scripts/compare_permissions.py $$base template.yaml; status=$$?; rm -f $$base; exit $$status
 
 cfn-lint: venv sam-venv ## cfn-lint and sam validate --lint on template.yaml
 	$(VENV)/bin/cfn-lint template.yaml

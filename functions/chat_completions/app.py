@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.http import openai
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.sink import StreamSink
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import http_entry
 
 app = build_app(openai_errors=True)
 # Where the chunks of a streamed answer go, when the invocation came through `stream_handler`.
@@ -34,11 +32,7 @@ def chat_completions(body: openai.ChatCompletionIn) -> Response[Any]:
     return json_response(answer.status, answer.body, answer.headers)
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+lambda_handler = http_entry(app)
 
 
 #: The streaming entry (API-14): like `lambda_handler`, and the answer's chunks go to `emit` as they

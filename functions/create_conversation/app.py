@@ -8,12 +8,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import create
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import ConversationSettingsIn, CreateConversationIn
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import http_entry
 
 app = build_app()
 
@@ -30,8 +28,4 @@ def conversation_for_key(key: str, body: ConversationSettingsIn | None = None) -
     return json_response(201 if created else 200, view)
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+lambda_handler = http_entry(app)

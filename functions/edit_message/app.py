@@ -6,13 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import branches
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import EditMessageIn
 from chat_core.http.statuses import post_status
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import http_entry
 
 app = build_app()
 
@@ -31,8 +29,4 @@ def edit_message(conversation_id: str, message_id: str, body: EditMessageIn) -> 
     return json_response(post_status(outcome), outcome.body, headers)
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+lambda_handler = http_entry(app)

@@ -7,13 +7,11 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.dialogue import entries
 from chat_core.dialogue.entries import labelled
 from chat_core.errors import InvalidInput
 from chat_core.http.api import build_app, caller, json_response
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import http_entry
 
 app = build_app()
 
@@ -48,8 +46,4 @@ def get_dialogue_history(
     return json_response(200, {"world_id": world_id, "limit": limit, **context.to_dict()})
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+lambda_handler = http_entry(app)

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.dialogue import entries
 from chat_core.errors import InvalidInput
 from chat_core.http.dialogue_schemas import IngestMessageIn
-from chat_core.observability import MetricUnit, logger, metrics, tracer
+from chat_core.observability import MetricUnit, entry, logger, metrics, tracer
 from chat_core.store.keys import is_valid_owner
 
 # A batch whose every record fails still answers with each of them in batchItemFailures (Powertools'
@@ -62,9 +62,7 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
 
 
 # A batch has no single correlation id; each rejected record is logged with its message id.
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@entry()
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" not in event:
         return ingest(IngestMessageIn.model_validate(event))

@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.dialogue import saves
 from chat_core.http.api import build_app, caller, json_response
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import http_entry
 
 app = build_app()
 
@@ -19,8 +17,4 @@ def load_save(world_id: str, save_id: str) -> Response[Any]:
     return json_response(200, saves.load(caller(app), world_id, save_id))
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+lambda_handler = http_entry(app)

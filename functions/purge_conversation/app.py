@@ -15,7 +15,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import retention
 from chat_core.errors import InvalidInput
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import entry
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 
@@ -40,9 +40,7 @@ def parse_direct(event: dict[str, Any]) -> PurgeIn:
 
 
 # A stream batch has no single correlation id; each purge is logged with its conversation id.
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@entry(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         return retention.process_stream(event["Records"])

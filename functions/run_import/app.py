@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.dialogue import jobs
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import entry, logger, tracer
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 _context: dict[str, LambdaContext] = {}
@@ -36,9 +36,7 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
     return result
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@entry(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     _context["now"] = context
     return process_partial_response(

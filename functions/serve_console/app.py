@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import entry
 
 STATIC: Final = Path(__file__).resolve().parent / "static"
 TYPES: Final = {
@@ -58,8 +58,6 @@ def serve(path: str) -> dict[str, Any]:
     return _answer(200, file.read_text(encoding="utf-8"), TYPES[file.suffix])
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@entry(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return serve(str(event.get("rawPath") or "/console"))

@@ -6,13 +6,11 @@ from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import usage
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.roles import is_admin
 from chat_core.http.schemas import BudgetIn
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import http_entry
 
 app = build_app()
 
@@ -25,8 +23,4 @@ def set_budget(user_id: str, body: BudgetIn) -> Response[Any]:
     return json_response(200, answer)
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+lambda_handler = http_entry(app)

@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import summaries
 from chat_core.errors import InvalidInput
-from chat_core.observability import logger, metrics, tracer
+from chat_core.observability import entry
 from chat_core.store.keys import is_valid_id, is_valid_owner
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -44,9 +44,7 @@ def parse_direct(event: dict[str, Any]) -> SummarizeIn:
 
 
 # A stream batch has no single correlation id; each conversation is logged with its id.
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@entry(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         return summaries.process_stream(event["Records"], context=context)

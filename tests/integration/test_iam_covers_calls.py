@@ -1,17 +1,16 @@
-"""Every DynamoDB action a function performs is granted to it by template.yaml (least privilege that works).
+"""Every DynamoDB and S3 action a function performs is granted to it (least privilege that works, OPS-1).
 
 Each function runs a scenario through its real handler on moto while every DynamoDB call is recorded
 (a TransactWriteItems counts as the actions of its items, as IAM evaluates it); the actions must be a
-subset of the `dynamodb:*` actions in that function's policies. A deployed function denied an action
-fails only in the cloud; this catches it here.
+subset of the `dynamodb:*` actions its entry in functions/routes.py grants, the table template.yaml's
+policies are generated from (tests/unit/test_routes_table.py holds the template to it). A deployed
+function denied an action fails only in the cloud; this catches it here.
 """
 
 from __future__ import annotations
 
 import contextvars
-import re
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -21,8 +20,8 @@ import pytest
 from chat_core.chat import retention
 from chat_core.settings import reset_settings
 from chat_core.store import blobs
-from chat_local.template import load_yaml
 
+from functions.routes import FUNCTIONS
 from tests.integration.test_summaries import Conversation as SummarizedConversation
 from tests.support import agent_api, events
 from tests.support import functions as api
@@ -32,7 +31,6 @@ from tests.support.stream_records import TableStream
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 _TRANSACT_ACTIONS = {
     "Put": "PutItem",
     "Update": "UpdateItem",
@@ -43,31 +41,8 @@ _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("function"
 
 
 def granted_actions() -> dict[str, set[str]]:
-    """Function folder name -> the dynamodb actions its policies allow."""
-    resources = load_yaml(TEMPLATE)["Resources"]
-    granted: dict[str, set[str]] = {}
-
-    def collect(node: Any, into: set[str]) -> None:
-        if isinstance(node, dict):
-            action = node.get("Action")
-            actions = action if isinstance(action, list) else [action] if isinstance(action, str) else []
-            into.update(
-                a.split(":", 1)[1] for a in actions if isinstance(a, str) and a.startswith("dynamodb:")
-            )
-            for value in node.values():
-                collect(value, into)
-        elif isinstance(node, list):
-            for value in node:
-                collect(value, into)
-
-    for resource in resources.values():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        folder = Path(str(resource["Properties"]["CodeUri"])).name
-        actions: set[str] = set()
-        collect(resource["Properties"].get("Policies", []), actions)
-        granted[folder] = actions
-    return granted
+    """Function folder name -> the dynamodb actions its route-table entry grants."""
+    return {function.folder: set(function.granted("dynamodb")) for function in FUNCTIONS}
 
 
 @pytest.fixture
@@ -181,7 +156,7 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
     }
     for function, actions in recorded.items():
         missing = actions - granted[function]
-        assert not missing, f"{function} performs {sorted(missing)} but template.yaml does not grant them"
+        assert not missing, f"{function} performs {sorted(missing)} but its route entry does not grant them"
 
 
 #: S3 operations -> the IAM action that authorizes them (ListObjectsV2 is s3:ListBucket on the bucket,
@@ -200,14 +175,8 @@ _WORLD_S3_FUNCTIONS = {"export_world_s3", "create_import", "start_import", "run_
 
 
 def granted_s3_actions() -> dict[str, set[str]]:
-    granted: dict[str, set[str]] = {}
-    for resource in load_yaml(TEMPLATE)["Resources"].values():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        text = str(resource["Properties"].get("Policies", []))
-        folder = Path(str(resource["Properties"]["CodeUri"])).name
-        granted[folder] = set(re.findall(r"'s3:(\w+)'", text))
-    return granted
+    """Function folder name -> the s3 actions its route-table entry grants."""
+    return {function.folder: set(function.granted("s3")) for function in FUNCTIONS}
 
 
 def test_every_s3_action_of_the_functions_is_granted(
@@ -282,7 +251,9 @@ def test_every_s3_action_of_the_functions_is_granted(
     granted = granted_s3_actions()
     for function, actions in s3_calls.items():
         missing = actions - granted[function]
-        assert not missing, f"{function} performs s3:{sorted(missing)} but template.yaml does not grant them"
+        assert not missing, (
+            f"{function} performs s3:{sorted(missing)} but its route entry does not grant them"
+        )
     needless = {
         f: a
         for f, a in granted.items()
@@ -456,11 +427,13 @@ def test_every_action_of_the_dialogue_functions_is_granted(
     assert set(recorded) >= world_functions
     for function, actions in recorded.items():
         missing = actions - granted[function]
-        assert not missing, f"{function} performs {sorted(missing)} but template.yaml does not grant them"
+        assert not missing, f"{function} performs {sorted(missing)} but its route entry does not grant them"
     granted_s3 = granted_s3_actions()
     for function, actions in s3_calls.items():
         missing = actions - granted_s3[function]
-        assert not missing, f"{function} performs s3:{sorted(missing)} but template.yaml does not grant them"
+        assert not missing, (
+            f"{function} performs s3:{sorted(missing)} but its route entry does not grant them"
+        )
     for function in _WORLD_S3_FUNCTIONS:
         assert granted_s3[function] == s3_calls[function], (
             function,

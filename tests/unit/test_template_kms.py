@@ -57,10 +57,18 @@ def _of_type(resources: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[
     return {name: r for name, r in resources.items() if r["Type"] == kind}
 
 
-def _statements(resources: dict[str, dict[str, Any]], function: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every statement the function's role gets from its Policies: inline ones and managed policies of
-    this template it references (AWS managed policies by ARN or SAM policy templates carry no KMS)."""
+def _statements(
+    resources: dict[str, dict[str, Any]], function: dict[str, Any], name: str = ""
+) -> list[dict[str, Any]]:
+    """Every statement the function's role gets: inline ones of its Policies, managed policies of this
+    template it references, and managed policies of this template attached to its role (`Roles`; AWS
+    managed policies by ARN or SAM policy templates carry no KMS)."""
     statements: list[dict[str, Any]] = []
+    for policy in resources.values():
+        if policy["Type"] == "AWS::IAM::ManagedPolicy" and {"Ref": f"{name}Role"} in policy["Properties"].get(
+            "Roles", []
+        ):
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
     for policy in function["Properties"].get("Policies", []):
         if isinstance(policy, dict) and "Ref" in policy:
             referenced = resources[policy["Ref"]]
@@ -138,7 +146,7 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
     functions = _of_type(resources, "AWS::Serverless::Function")
     senders = set()
     for name, function in functions.items():
-        statements = _statements(resources, function)
+        statements = _statements(resources, function, name)
         kms = [s for s in statements if any(a.startswith("kms:") for a in _actions(s))]
         for statement in kms:
             assert statement["Effect"] == "Allow", name

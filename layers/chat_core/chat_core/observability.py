@@ -6,9 +6,10 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar, cast, overload
+from typing import Any, Protocol, TypeVar, cast, overload
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from chat_core.settings import get_settings
@@ -132,10 +133,49 @@ class LazyTracer:
         return getattr(self.real(), name)
 
 
+#: A function's entry: the event and the Lambda context in, its answer out.
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+class Resolver(Protocol):
+    """What `http_entry` needs of a Powertools resolver."""
+
+    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]: ...
+
+
+def entry(
+    *, correlation_id_path: str | None = None, clear_state: bool = False
+) -> Callable[[Handler], Handler]:
+    """The decorators every function's entry carries, written once: the Lambda context and the correlation
+    id in every log line (`correlation_id_path`; `clear_state` for workers whose keys must not leak from
+    one batch to the next), the traced handler, and the metrics flushed at the end of each invocation."""
+
+    def decorate(handler: Handler) -> Handler:
+        measured = metrics.log_metrics(handler)
+        traced = tracer.capture_lambda_handler(measured)
+        logged = logger.inject_lambda_context(
+            correlation_id_path=correlation_id_path, clear_state=clear_state
+        )
+        return cast(Handler, logged(traced))
+
+    return decorate
+
+
+def http_entry(app: Resolver) -> Handler:
+    """The whole entry of an HTTP API function: `lambda_handler = http_entry(app)` resolves each event on
+    `app`, with the request id of API Gateway (HTTP API, payload 2.0) as the correlation id."""
+
+    @entry(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return app.resolve(event, context)
+
+    return lambda_handler
+
+
 _settings = get_settings()
 
 logger = Logger(service=_settings.service_name)
 tracer = LazyTracer(service=_settings.service_name)
 metrics = Metrics(service=_settings.service_name, namespace=_settings.metrics_namespace)
 
-__all__ = ["LazyTracer", "MetricUnit", "logger", "metrics", "tracer"]
+__all__ = ["Handler", "LazyTracer", "MetricUnit", "entry", "http_entry", "logger", "metrics", "tracer"]

@@ -1,0 +1,1 @@
+"""The Lambda functions, one folder each (CodeUri functions/<name>/), and their table (`routes`)."""
