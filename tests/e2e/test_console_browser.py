@@ -561,6 +561,32 @@ def test_phone_width_and_labels(console: Console) -> None:
     assert console.driver.execute_script(CONTRAST_JS) == []
 
 
+def test_at_phone_width_a_long_title_wraps_by_words_and_its_buttons_work(console: Console) -> None:
+    """CON-6: at 390 px the open conversation's title wraps between words in at most two lines (never a
+    letter a line beside its buttons), the whole title is its tooltip, and the buttons stay whole and work."""
+    console.driver.set_window_size(390, 844)
+    console.sign_in("wren")
+    title = "Planning the long summer walking holiday across the northern mountains, lakes and islands"
+    console.new_conversation(title)
+    console.send("hi from a phone")
+    heading = console.find("#chat-title")
+    line = float(heading.value_of_css_property("line-height").removesuffix("px"))
+    assert heading.size["height"] <= 2 * line + 1
+    assert heading.size["width"] >= 250
+    assert heading.get_attribute("title") == title
+    for button in ("#rename-btn", "#delete-btn", "#inspect-btn"):
+        element = console.find(button)
+        assert element.is_displayed()
+        assert element.size["height"] <= 2 * float(
+            element.value_of_css_property("line-height").removesuffix("px")
+        )
+    width = console.driver.execute_script("return document.documentElement.scrollWidth")
+    assert width <= console.driver.execute_script("return window.innerWidth")
+    console.screenshot("console-phone")
+    console.find("#inspect-btn").click()
+    console.shown("#window-entries li.entry")
+
+
 def test_sign_in_with_a_jwt_as_a_deployed_api_wants(
     browser: WebDriver, standin: OpenAIStandin, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

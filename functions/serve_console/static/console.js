@@ -254,6 +254,7 @@ function conversationRow(conversation) {
       {
         type: "button",
         class: "open",
+        title: conversation.title || "(untitled)",
         "aria-current": current ? "true" : "false",
         onclick: () => {
           showAlert("");
@@ -313,6 +314,7 @@ function closeConversation() {
   state.messages = [];
   state.tree = new Map();
   $("chat-title").textContent = "No conversation open";
+  $("chat-title").removeAttribute("title");
   $("messages").replaceChildren();
   for (const id of ["rename-btn", "delete-btn", "inspect-btn"]) $(id).hidden = true;
   setInspecting(false);
@@ -335,6 +337,7 @@ async function openConversation(id) {
   state.messages = messages;
   state.tree = new Map(tree.messages.map((m) => [m.message_id, m]));
   $("chat-title").textContent = conversation.title || "(untitled)";
+  $("chat-title").title = conversation.title || "(untitled)"; // the whole title where it is clamped
   for (const button of ["rename-btn", "delete-btn", "inspect-btn"]) $(button).hidden = false;
   for (const row of $("conv-list").querySelectorAll("li")) {
     row.querySelector(".open").setAttribute("aria-current", row.dataset.id === id ? "true" : "false");
