@@ -1,4 +1,4 @@
-"""CON-1..CON-6: the web console driven in real headless Chromium against the real local server.
+"""CON-1..CON-7: the web console driven in real headless Chromium against the real local server.
 
 The server is `chat-local-server` (what `make run` starts) with the stand-in model behind it; the browser
 is Debian's `chromium` through its `chromedriver` (Selenium). Every wait has a deadline and polls a
@@ -148,7 +148,14 @@ class Console:
         box.send_keys(text)
         box.send_keys(Keys.CONTROL, Keys.ENTER)  # Ctrl+Enter sends
         self.until(lambda d: len(self.answers()) > before, f"the answer to {text!r}")
-        self.until(lambda d: self.find("#send-btn").is_enabled(), "send enabled again")
+        self.until(lambda d: self.idle(), "send idle again")
+
+    def idle(self) -> bool:
+        """No reply on its way: Send says plain "Send" again (it says "Send after reply" while one is)."""
+        return bool(self.find("#send-btn").text == "Send")
+
+    def composer_text(self) -> str:
+        return str(self.find("#composer-input").get_attribute("value"))
 
     def view(self, name: str) -> None:
         self.find(f'#views button[data-view="{name}"]').click()
@@ -250,7 +257,7 @@ def test_sign_in_send_three_messages_and_see_each_reply(console: Console, model:
         )
         assert 'you said "Where should we go?"' not in live.text
         console.until(lambda d: len(console.answers()) == 1, "the streamed reply stored")
-        console.until(lambda d: console.find("#send-btn").is_enabled(), "send enabled again")
+        console.until(lambda d: console.idle(), "send idle again")
     finally:
         model.configure(chunk_delay=0)
     for text in ("Somewhere warm", "Book it for May"):
@@ -264,6 +271,106 @@ def test_sign_in_send_three_messages_and_see_each_reply(console: Console, model:
     assert "Trip plans" in listed
     assert "6 messages" in listed
     console.screenshot("console-chat")
+
+
+def test_questions_sent_while_a_reply_streams_are_queued_and_go_out_in_order(
+    console: Console, server: ServerProcess, model: OpenAIStandin
+) -> None:
+    """CON-7: the composer clears the moment a message is sent; two more questions sent while the reply is
+    on its way are queued (shown, in order) and go out one per finished reply; a draft typed while a reply
+    streams stays in the box. All three are stored in order and nothing typed is lost."""
+    console.sign_in("quinn")
+    console.new_conversation("Back to back")
+    questions = ["What is the capital of Peru?", "And how many live there?", "Is it warm in May?"]
+    draft = "Should I pack a coat?"
+    box = console.find("#composer-input")
+    send = console.find("#send-btn")
+    # Given a model that thinks a while before it answers, then streams a word every 0.2 s
+    model.configure(mode="slow", slow_seconds=6, chunk_delay=0.2)
+
+    # When the first question is sent
+    box.send_keys(questions[0], Keys.CONTROL, Keys.ENTER)
+    # Then the box is empty at once and Send says it waits for the reply
+    console.until(lambda d: console.composer_text() == "", "the composer cleared on send")
+    console.until(lambda d: "Waiting for the reply" in console.find("#progress").text, "waiting shown")
+    assert send.text == "Send after reply"
+    assert "Waiting for the reply" in (send.get_attribute("title") or "")
+
+    # When two more are typed and sent while that reply is awaited
+    for question in questions[1:]:
+        box.send_keys(question, Keys.CONTROL, Keys.ENTER)
+    # Then both are listed as queued, in order, and the box is empty again
+    queued = console.until(
+        lambda d: console.all("#queue li") if len(console.all("#queue li")) == 2 else False, "two queued"
+    )
+    assert [li.find_element(By.CSS_SELECTOR, ".text").text for li in queued] == questions[1:]
+    assert console.composer_text() == ""
+    assert len(console.answers()) == 0  # the first reply has not ended
+    console.screenshot("console-queued")
+
+    # When the model answers at once from now on, and a fourth question is typed (not sent) while the
+    # second reply streams
+    model.set_mode("ok")
+    console.until(
+        lambda d: any(questions[1] in li.text for li in console.all("#messages li.msg.user:not([data-id])")),
+        "the second question on its way",
+    )
+    box.send_keys(draft)
+    console.until(lambda d: len(console.answers()) == 3 and console.idle(), "all three answered")
+
+    # Then the three went out in order, each answered, and the draft is still in the box
+    assert console.composer_text() == draft
+    assert not console.find("#queue-box").is_displayed()
+    answers = [a.text for a in console.answers()]
+    for answer, question in zip(answers, questions, strict=True):
+        assert f'you said "{question}"' in answer
+    asked = [r.json["messages"][-1]["content"] for r in model.completion_requests]
+    assert asked == questions
+    with _api(server, "quinn") as api:
+        conversation_id = api.get("/conversations?limit=1").json()["items"][0]["conversation_id"]
+        stored = api.get(f"/conversations/{conversation_id}?limit=50").json()["messages"]
+    assert [m["content"] for m in stored if m["role"] == "user"] == questions
+
+
+def test_a_queued_question_taken_back_returns_to_the_composer_and_is_not_sent(
+    console: Console, server: ServerProcess, model: OpenAIStandin
+) -> None:
+    """CON-7: a question queued behind a reply can be taken back: it leaves the queue and returns to the
+    box ahead of what was typed since, and only the first question goes out."""
+    console.sign_in("theo")
+    console.new_conversation("Second thoughts")
+    box = console.find("#composer-input")
+    model.configure(mode="slow", slow_seconds=6)
+    box.send_keys("First question", Keys.CONTROL, Keys.ENTER)
+    box.send_keys("Second question", Keys.CONTROL, Keys.ENTER)
+    box.send_keys("a draft")
+    taken = console.until(lambda d: console.find("#queue li button"), "the second question queued")
+    taken.click()
+    console.until(lambda d: not console.find("#queue-box").is_displayed(), "the queue empty")
+    assert console.composer_text() == "Second question\n\na draft"
+    console.until(lambda d: len(console.answers()) == 1 and console.idle(), "the first answered")
+    assert console.composer_text() == "Second question\n\na draft"
+    assert [r.json["messages"][-1]["content"] for r in model.completion_requests] == ["First question"]
+
+
+@pytest.mark.network_errors
+def test_a_message_the_service_refuses_comes_back_into_the_composer(
+    console: Console, server: ServerProcess
+) -> None:
+    """CON-7: when a message cannot be sent (here its conversation was deleted meanwhile), its text is back
+    in the box with the reason, and no bubble pretends it went out."""
+    console.sign_in("nell")
+    console.new_conversation("Gone soon")
+    with _api(server, "nell") as api:
+        conversation_id = api.get("/conversations?limit=1").json()["items"][0]["conversation_id"]
+        assert api.delete(f"/conversations/{conversation_id}").status_code == 204
+    console.find("#composer-input").send_keys("Are you still there?")
+    console.find("#send-btn").click()
+    console.until(lambda d: "Not sent" in console.find("#alert").text, "the refusal shown")
+    assert "back in the box" in console.find("#alert").text
+    assert console.composer_text() == "Are you still there?"
+    assert console.idle()
+    assert "Are you still there?" not in console.find("#messages").text
 
 
 def test_inspector_shows_a_dropped_message_with_its_reason_and_pinning_keeps_it(
@@ -559,6 +666,32 @@ def test_phone_width_and_labels(console: Console) -> None:
     assert nameless == []
     console.view("chat")
     assert console.driver.execute_script(CONTRAST_JS) == []
+
+
+def test_at_phone_width_a_long_title_wraps_by_words_and_its_buttons_work(console: Console) -> None:
+    """CON-6: at 390 px the open conversation's title wraps between words in at most two lines (never a
+    letter a line beside its buttons), the whole title is its tooltip, and the buttons stay whole and work."""
+    console.driver.set_window_size(390, 844)
+    console.sign_in("wren")
+    title = "Planning the long summer walking holiday across the northern mountains, lakes and islands"
+    console.new_conversation(title)
+    console.send("hi from a phone")
+    heading = console.find("#chat-title")
+    line = float(heading.value_of_css_property("line-height").removesuffix("px"))
+    assert heading.size["height"] <= 2 * line + 1
+    assert heading.size["width"] >= 250
+    assert heading.get_attribute("title") == title
+    for button in ("#rename-btn", "#delete-btn", "#inspect-btn"):
+        element = console.find(button)
+        assert element.is_displayed()
+        assert element.size["height"] <= 2 * float(
+            element.value_of_css_property("line-height").removesuffix("px")
+        )
+    width = console.driver.execute_script("return document.documentElement.scrollWidth")
+    assert width <= console.driver.execute_script("return window.innerWidth")
+    console.screenshot("console-phone")
+    console.find("#inspect-btn").click()
+    console.shown("#window-entries li.entry")
 
 
 def test_sign_in_with_a_jwt_as_a_deployed_api_wants(

@@ -1,4 +1,4 @@
-// Chat History Console (CON-1..CON-6). Plain JavaScript, no build step, no third-party code.
+// Chat History Console (CON-1..CON-7). Plain JavaScript, no build step, no third-party code.
 // Every request goes to the origin that served this page (relative URLs); the page's
 // Content-Security-Policy (connect-src 'self') refuses any other.
 "use strict";
@@ -71,6 +71,7 @@ const state = {
   tree: new Map(), // message_id -> tree node (children, active, parent_id)
   view: "chat",
   inspecting: false,
+  outbox: { busy: false, queue: [], generation: 0 }, // messages on their way (CON-7)
   world: null,
 };
 
@@ -154,6 +155,7 @@ async function signIn(event) {
 }
 
 function signOut(message) {
+  clearOutbox(); // nothing of this user's is sent, or shown, under the next one
   state.identity = null;
   sessionStorage.removeItem(SESSION_KEY);
   state.current = null;
@@ -254,6 +256,7 @@ function conversationRow(conversation) {
       {
         type: "button",
         class: "open",
+        title: conversation.title || "(untitled)",
         "aria-current": current ? "true" : "false",
         onclick: () => {
           showAlert("");
@@ -313,6 +316,7 @@ function closeConversation() {
   state.messages = [];
   state.tree = new Map();
   $("chat-title").textContent = "No conversation open";
+  $("chat-title").removeAttribute("title");
   $("messages").replaceChildren();
   for (const id of ["rename-btn", "delete-btn", "inspect-btn"]) $(id).hidden = true;
   setInspecting(false);
@@ -335,6 +339,7 @@ async function openConversation(id) {
   state.messages = messages;
   state.tree = new Map(tree.messages.map((m) => [m.message_id, m]));
   $("chat-title").textContent = conversation.title || "(untitled)";
+  $("chat-title").title = conversation.title || "(untitled)"; // the whole title where it is clamped
   for (const button of ["rename-btn", "delete-btn", "inspect-btn"]) $(button).hidden = false;
   for (const row of $("conv-list").querySelectorAll("li")) {
     row.querySelector(".open").setAttribute("aria-current", row.dataset.id === id ? "true" : "false");
@@ -547,31 +552,141 @@ async function readEvents(res, onEvent) {
   }
 }
 
-async function send(event) {
+// ------------------------------------------------------------------ the composer and its queue (CON-7)
+// Nothing typed is lost. The box clears the moment a message is sent, so what is typed while the reply
+// streams is the next message. Sent while a reply is on its way, it is queued (listed above the box,
+// each one can be taken back) and the queue goes out in order, one message as each reply ends. A send
+// that fails puts its text, and what was queued behind it, back in the box.
+
+function setWaiting(waiting) {
+  const button = $("send-btn");
+  button.textContent = waiting ? "Send after reply" : "Send";
+  if (waiting) button.title = "Waiting for the reply… A message sent now is queued and goes out when the reply ends.";
+  else button.removeAttribute("title");
+  button.classList.toggle("waiting", waiting);
+}
+
+function renderQueue() {
+  const queue = state.outbox.queue;
+  $("queue-box").hidden = !queue.length;
+  $("queue").replaceChildren(
+    ...queue.map((item, index) =>
+      el(
+        "li",
+        {},
+        el("span", { class: "text", text: item.text }),
+        el("button", {
+          type: "button",
+          class: "quiet",
+          text: "Take back",
+          "aria-label": `Take back queued message ${index + 1}`,
+          onclick: () => takeBack(item),
+        }),
+      ),
+    ),
+  );
+}
+
+/** Texts back into the composer, ahead of anything typed there since. */
+function restore(texts) {
+  const input = $("composer-input");
+  input.value = [...texts, input.value].filter((text) => text.trim()).join("\n\n");
+  input.focus();
+}
+
+function takeBack(item) {
+  const queue = state.outbox.queue;
+  const at = queue.indexOf(item);
+  if (at < 0) return; // it has gone out meanwhile
+  queue.splice(at, 1);
+  renderQueue();
+  restore([item.text]);
+}
+
+function clearOutbox() {
+  const outbox = state.outbox;
+  outbox.generation += 1; // a send still under way finishes without touching the page
+  outbox.busy = false;
+  outbox.queue.splice(0);
+  renderQueue();
+  setWaiting(false);
+  progress("");
+  $("composer-input").value = "";
+}
+
+function send(event) {
   event.preventDefault();
   const input = $("composer-input");
   const text = input.value.trim();
   if (!text) return;
+  input.value = "";
   showAlert("");
-  $("send-btn").disabled = true;
-  progress("Waiting for the model…");
-  const body = { content: text };
-  if (state.current) body.conversation_id = state.current.conversation_id;
+  const item = { text, conversationId: state.current ? state.current.conversation_id : null };
+  if (state.outbox.busy) {
+    state.outbox.queue.push(item);
+    renderQueue();
+    return;
+  }
+  deliverAll(item);
+}
+
+/** `first`, then whatever is queued meanwhile, one message per finished reply, in order. */
+async function deliverAll(first) {
+  const outbox = state.outbox;
+  const generation = outbox.generation;
+  outbox.busy = true;
+  setWaiting(true);
+  let item = first;
+  try {
+    while (item) {
+      const conversationId = await deliver(item, generation);
+      if (generation !== outbox.generation) return;
+      item = outbox.queue.shift();
+      // Queued while a new conversation was being made: it goes to that conversation.
+      if (item && !item.conversationId) item.conversationId = conversationId;
+      renderQueue();
+    }
+  } catch (err) {
+    if (generation !== outbox.generation) return;
+    const queued = outbox.queue.splice(0).map((q) => q.text);
+    renderQueue();
+    restore([item.text, ...queued]);
+    showAlert(`Not sent: ${err.message}. What you wrote is back in the box.`);
+  } finally {
+    if (generation === outbox.generation) {
+      outbox.busy = false;
+      setWaiting(false);
+      progress("");
+    }
+  }
+}
+
+/** One message out and its reply in; the conversation it went to. Throws only when it was not sent. */
+async function deliver(item, generation) {
+  if (item.conversationId && !(state.current && state.current.conversation_id === item.conversationId)) {
+    await openConversation(item.conversationId);
+  }
+  progress("Waiting for the reply…");
+  const body = { content: item.text };
+  if (item.conversationId) body.conversation_id = item.conversationId;
+  const sent = el("li", { class: "msg user" }, el("div", { class: "text", text: item.text }));
   const live = el("li", { class: "msg assistant", "aria-busy": "true" }, el("div", { class: "meta", text: "assistant · streaming" }));
   const liveText = el("div", { class: "text" });
   live.append(liveText);
-  $("messages").append(el("li", { class: "msg user" }, el("div", { class: "text", text })), live);
+  for (const hint of $("messages").querySelectorAll(":scope > li.hint")) hint.remove(); // "No messages yet"
+  $("messages").append(sent, live);
   let turn = null;
   try {
     const res = await request("POST", "/messages", body, { Accept: "text/event-stream" });
     const type = res.headers.get("content-type") || "";
     if (type.includes("text/event-stream")) {
       await readEvents(res, (data) => {
+        if (generation !== state.outbox.generation) return;
         if (data && data.object === "chat.completion.chunk") {
           const delta = (data.choices && data.choices[0] && data.choices[0].delta) || {};
           if (delta.content) {
             liveText.textContent += delta.content;
-            progress("Receiving…");
+            progress("Receiving the reply…");
           }
         } else if (data && data.object === "chat.turn") {
           turn = data;
@@ -582,23 +697,27 @@ async function send(event) {
     } else {
       turn = await answerOf(res);
     }
-    input.value = "";
-    const id = (turn && turn.conversation_id) || (state.current && state.current.conversation_id);
-    if (turn && turn.assistant_message && turn.assistant_message.status === "error") {
-      const err = turn.assistant_message.error || {};
-      showAlert(`The model failed: ${err.message || "no message"}`);
-    }
-    if (id) {
+  } catch (err) {
+    sent.remove();
+    live.remove();
+    throw err;
+  }
+  const id = (turn && turn.conversation_id) || item.conversationId;
+  if (generation !== state.outbox.generation) return id;
+  if (turn && turn.assistant_message && turn.assistant_message.status === "error") {
+    const err = turn.assistant_message.error || {};
+    showAlert(`The model failed: ${err.message || "no message"}`);
+  }
+  if (id) {
+    // The message is stored: a failed refresh is shown, it does not make the message unsent.
+    try {
       await openConversation(id);
       await reloadConversations();
+    } catch (err) {
+      fail(err);
     }
-  } catch (err) {
-    live.remove();
-    fail(err);
-  } finally {
-    $("send-btn").disabled = false;
-    progress("");
   }
+  return id;
 }
 
 // ------------------------------------------------------------------ window inspector (CON-4)
