@@ -172,3 +172,36 @@ def test_swagger_ui_page_needs_no_internet(api: httpx.Client) -> None:
     assert page.headers["content-type"].startswith("text/html")
     assert "SwaggerUIBundle" in page.text
     assert not re.search(r"<(script|link)[^>]+(src|href)=['\"]https?://", page.text)
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["multipart/form-data", "multipart/form-data; charset=utf-8", 'multipart/form-data; boundary=""'],
+)
+def test_every_route_refuses_a_body_it_cannot_split_with_a_4xx(
+    server: ServerProcess, api: httpx.Client, content_type: str
+) -> None:
+    """API-5: a multipart body without its boundary is a 415 that says what to send on every route that
+    takes a body (it was a 500 on some), and still a 401 first for an anonymous caller."""
+    # Given every route the served document lists that takes a body
+    document = api.get("/openapi.json").json()
+    routes = [
+        (method.upper(), re.sub(r"\{[^}]+\}", "01J0000000000000000000000Z", path))
+        for path, item in document["paths"].items()
+        for method in item
+        if method in ("post", "put", "patch")
+    ]
+    assert len(routes) > 15
+    # When each is sent a form without a boundary, by a known caller and by an anonymous one
+    answers = {
+        (method, path): api.request(method, path, content=b"a=1", headers={"Content-Type": content_type})
+        for method, path in routes
+    }
+    with server.client(None) as anonymous:
+        method, path = routes[0]
+        unknown = anonymous.request(method, path, content=b"a=1", headers={"Content-Type": content_type})
+    # Then every answer is a JSON 415 naming application/json, and the anonymous caller gets 401
+    wrong = {route: r.status_code for route, r in answers.items() if r.status_code != 415}
+    assert wrong == {}
+    assert all("application/json" in str(r.json()["error"]["message"]) for r in answers.values())
+    assert unknown.status_code == 401

@@ -174,6 +174,12 @@ class ChatResolver(APIGatewayHttpResolver):
                 "invalid_text",
                 f"{field} is not valid Unicode text (it holds an unpaired surrogate such as \\ud800)",
             )
+        content_type = limits.unreadable_content_type(event)
+        if content_type is not None:
+            if _owner_in(event) is None:
+                return _refusal(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
+            message = f"a {content_type!r} body has no boundary; send the request body as application/json"
+            return _refusal(415, "unsupported_media_type", message)
         self.current_event = self._to_proxy_event(dict(event))
         self.lambda_context = context
         return super().resolve(event, context)

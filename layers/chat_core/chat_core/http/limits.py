@@ -70,3 +70,18 @@ def check_body_size(event: Mapping[str, Any], settings: Settings | None = None) 
         raise PayloadTooLarge(
             f"request body has {size} bytes; the limit on this route is {limit}", size=size, limit=limit
         )
+
+
+def unreadable_content_type(event: Mapping[str, Any]) -> str | None:
+    """The Content-Type of a body that cannot even be split into fields: multipart/form-data without the
+    boundary its parts are separated by. None when the type is readable (or wrong in a way validation
+    names, as JSON expected)."""
+    headers = event.get("headers")
+    if not isinstance(headers, Mapping):
+        return None
+    value = next((str(v) for k, v in headers.items() if str(k).lower() == "content-type"), "")
+    kind, _, params = value.partition(";")
+    if kind.strip().lower() != "multipart/form-data":
+        return None
+    named = {p.partition("=")[0].strip().lower(): p.partition("=")[2].strip() for p in params.split(";")}
+    return None if named.get("boundary", "").strip('"') else value
