@@ -682,6 +682,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other method (TRACE, QUERY, ...) is routed too, so it meets the 404 API Gateway answers
+        # for a method no route has, instead of http.server's 501.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
 
 class _LocalHTTPServer(ThreadingHTTPServer):
     daemon_threads = True

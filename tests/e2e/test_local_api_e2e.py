@@ -118,6 +118,19 @@ def test_unknown_route_is_404_and_wrong_method_is_405(api: httpx.Client) -> None
     assert wrong.headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize("method", ["TRACE", "QUERY", "PURGE"])
+def test_a_method_no_route_has_is_answered_like_any_wrong_method(api: httpx.Client, method: str) -> None:
+    """LOC-1: methods the HTTP server has no handler for (TRACE, QUERY, ...) meet the same router: a JSON
+    405 with the allowed methods on a known path and a 404 elsewhere (they were http.server's HTML 501)."""
+    # When such a method is sent to a known path and to an unknown one
+    known = api.request(method, "/conversations")
+    unknown = api.request(method, "/no/such/route")
+    # Then they answer as a wrong method and an unknown route do
+    assert (known.status_code, known.headers["allow"]) == (405, "GET, POST")
+    assert known.json()["error"]["code"] == "method_not_allowed"
+    assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "route_not_found")
+
+
 def test_window_route_builds_the_window_without_calling_the_model(
     api: httpx.Client, model: OpenAIStandin
 ) -> None:
