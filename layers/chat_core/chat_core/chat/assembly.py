@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat_core.chat import paths, summary_window
+from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
-from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
+from chat_core.chat.policy import count_message, history_reach, window_policy
 from chat_core.chat.rules import check_id, check_parts, not_found
 from chat_core.engine import tokens
 from chat_core.engine.models import model_context
@@ -17,9 +18,6 @@ from chat_core.engine.window import WindowPolicy, WindowResult, message_text, se
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
 from chat_core.store.items import Conversation, Message, Summary
-
-if TYPE_CHECKING:
-    from chat_core.http.schemas import BuildWindowIn
 
 
 def read_history(
@@ -187,21 +185,21 @@ def assemble_window(
     return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS) + generation.tool_tokens)
 
 
-def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
+def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:
     """POST /conversations/{id}/window: the window a post of `content` would send; no model call, no write."""
 
-    check_parts(request.text(), request.parts())
+    check_parts(request.text, request.parts)
     check_id(conversation_id)
-    override = policy_dict(request.window_policy)
+    override = request.window_policy
     recent = read_history(owner, conversation_id, override)
     conversation = recent.conversation
     assert conversation is not None
     model = request.model or conversation.model
-    generation = turn_settings(conversation.defaults, request.settings(), model)
+    generation = turn_settings(conversation.defaults, request.settings, model)
     window = assemble_window(
         conversation,
         recent.messages,
-        request.parts() or request.text(),
+        request.for_model(),
         None,
         model,
         override,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chat_core.chat.commands import PostMessage
 from chat_core.chat.paths import find_target
 from chat_core.chat.post import post_message
 from chat_core.chat.turns import Branch
@@ -19,7 +20,6 @@ from chat_core.observability import MetricUnit, metrics
 from chat_core.store import tree
 
 if TYPE_CHECKING:
-    from chat_core.http.schemas import EditMessageIn, RegenerateIn
     from chat_core.llm.completion import ChatProvider, ChunkSink
 
 
@@ -27,7 +27,7 @@ def edit_message(
     owner: str,
     conversation_id: str,
     message_id: str,
-    request: EditMessageIn,
+    request: PostMessage,
     *,
     idempotency_key: str | None = None,
     context: Any = None,
@@ -47,7 +47,7 @@ def edit_message(
     metrics.add_metric(name="MessagesEdited", unit=MetricUnit.Count, value=1)
     return post_message(
         owner,
-        request.as_post(conversation_id),
+        request,
         idempotency_key=idempotency_key,
         context=context,
         provider=provider,
@@ -60,7 +60,7 @@ def regenerate_message(
     owner: str,
     conversation_id: str,
     message_id: str,
-    request: RegenerateIn,
+    request: PostMessage,
     *,
     idempotency_key: str | None = None,
     context: Any = None,
@@ -82,7 +82,7 @@ def regenerate_message(
     metrics.add_metric(name="AnswersRegenerated", unit=MetricUnit.Count, value=1)
     return post_message(
         owner,
-        request.as_post(conversation_id),
+        request,
         idempotency_key=idempotency_key,
         context=context,
         provider=provider,
