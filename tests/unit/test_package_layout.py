@@ -40,7 +40,6 @@ DOMAIN_MAY_NOT_IMPORT = {"store.items"}
 ITEMS_STILL_IMPORTED_BY: set[str] = {
     "chat.answer",
     "chat.assembly",
-    "chat.budgets",
     "chat.completions",
     "chat.create",
     "chat.history",
@@ -52,12 +51,10 @@ ITEMS_STILL_IMPORTED_BY: set[str] = {
     "chat.prices",
     "chat.reads",
     "chat.recording",
-    "chat.retention",
     "chat.rules",
     "chat.summaries",
     "chat.summary_window",
     "chat.turns",
-    "chat.usage",
     "chat.views",
 }
 #: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.
@@ -125,7 +122,7 @@ def _is_type_checking(node: ast.If) -> bool:
 
 
 def _imports(tree: ast.Module, *, type_checking: bool = True) -> set[str]:
-    """chat_core modules imported at module level; those under `if TYPE_CHECKING:` only with `type_checking`."""
+    """chat_core modules imported at module level (those under `if TYPE_CHECKING:` with `type_checking`)."""
     found: set[str] = set()
 
     def visit(nodes: list[ast.stmt]) -> None:

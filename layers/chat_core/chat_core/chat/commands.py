@@ -79,14 +79,11 @@ class CreateConversation:
 
 @dataclass(frozen=True)
 class UpdateConversation:
-    """PATCH /conversations/{id} (API-12): only the fields in `given` change; None clears an optional one."""
+    """PATCH /conversations/{id} (API-12): only the fields named in `given` change, to their value in
+    `values` (None clears an optional one)."""
 
     given: frozenset[str]
-    title: str | None = None
-    system_prompt: str | None = None
-    model: str | None = None
-    window_policy: dict[str, Any] | None = None
-    defaults: dict[str, Any] | None = None
+    values: ConversationSettings
 
 
 @dataclass(frozen=True)

@@ -20,22 +20,22 @@ def update_conversation(owner: str, conversation_id: str, request: UpdateConvers
     (TOK-5). One read (the system prompt's count needs the model) and one conditional update.
     """
     check_id(conversation_id)
-    given = request.given
+    given, values = request.given, request.values
     changes: dict[str, Any] = {}
     if "title" in given:
-        changes["title"] = request.title or None
+        changes["title"] = values.title or None
     if "window_policy" in given:
-        changes["window_policy"] = request.window_policy
+        changes["window_policy"] = values.window_policy
     if "defaults" in given:
-        changes["defaults"] = check_defaults(request.defaults)
+        changes["defaults"] = check_defaults(values.defaults)
     if "model" in given:
-        changes["model"] = request.model
+        changes["model"] = values.model
     if "system_prompt" in given or "model" in given:
         current = store.get_conversation(owner, conversation_id)
         if current is None or current.is_deleted:
             raise not_found(conversation_id)
-        prompt = request.system_prompt if "system_prompt" in given else current.system_prompt
-        model = request.model or current.model
+        prompt = values.system_prompt if "system_prompt" in given else current.system_prompt
+        model = values.model or current.model
         changes["system_prompt"] = prompt or None
         changes["system_tokens"] = (
             count_message({"role": "system", "content": prompt}, model) if prompt else 0

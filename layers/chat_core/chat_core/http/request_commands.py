@@ -76,26 +76,21 @@ def defaults_dict(defaults: ModelSettingsIn | None) -> dict[str, Any] | None:
 
 def settings_command(body: ConversationSettingsIn | None) -> ConversationSettings:
     """A new conversation's settings (PUT /conversation-keys/{key} may send none)."""
-    if body is None:
-        return ConversationSettings()
-    return ConversationSettings(
-        title=body.title,
-        system_prompt=body.system_prompt,
-        model=body.model,
-        window_policy=policy_dict(body.window_policy),
-        defaults=defaults_dict(body.defaults),
-    )
+    return _settings(body) if body is not None else ConversationSettings()
 
 
 def create_command(body: CreateConversationIn) -> CreateConversation:
     """POST /conversations."""
-    return CreateConversation(settings_command(body), key=body.key)
+    return CreateConversation(_settings(body), key=body.key)
 
 
 def update_command(body: UpdateConversationIn) -> UpdateConversation:
     """PATCH /conversations/{id}: the fields the body set, null included."""
-    return UpdateConversation(
-        given=frozenset(body.model_fields_set),
+    return UpdateConversation(given=frozenset(body.model_fields_set), values=_settings(body))
+
+
+def _settings(body: ConversationSettingsIn | UpdateConversationIn) -> ConversationSettings:
+    return ConversationSettings(
         title=body.title,
         system_prompt=body.system_prompt,
         model=body.model,
