@@ -17,7 +17,8 @@ from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.items import Conversation, Message, Summary
+from chat_core.store.items import Conversation, Message
+from chat_core.store.records import SummaryRecord
 
 
 def read_history(
@@ -132,7 +133,7 @@ def assemble_window(
     model: str,
     policy_override: Mapping[str, Any] | None = None,
     *,
-    summary: Summary | None = None,
+    summary: SummaryRecord | None = None,
     tail_from_seq: int | None = None,
     generation: TurnSettings = NO_SETTINGS,
 ) -> AssembledWindow:
@@ -180,7 +181,7 @@ def assemble_window(
     if current is not None:
         prompt += int(current["tokens"])
     if summary is not None and summary_window.summary_included(result):
-        prompt += int(summary.tokens)
+        prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
     return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS) + generation.tool_tokens)
 

@@ -277,7 +277,7 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
         pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
         changed_pins = len(pinned) != len(conversation.pinned or [])
         summary = summary_item.get_summary(owner, conversation_id)
-        drop = int(summary.to_seq) if summary is not None and int(summary.to_seq) >= min(seqs) else None
+        drop = summary.to_seq if summary is not None and summary.to_seq >= min(seqs) else None
         state = TurnState.from_json(conversation.open_turn)
         leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs
         turn = int(conversation.turn_count or 0) + 1

@@ -25,8 +25,9 @@ from chat_core.store import conversations as store
 from chat_core.store import slots as slots_store
 from chat_core.store import tree
 from chat_core.store.base import wait_to_retry
-from chat_core.store.items import Conversation, Message, Summary
+from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import new_id
+from chat_core.store.records import SummaryRecord
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Turn:
     recorder: TurnRecorder
     first_seq: int
     reply_seq: int | None
-    summary: Summary | None = None  # seed 001: what the window carries for the messages before history
+    summary: SummaryRecord | None = None  # seed 001: what the window carries for the messages before history
     resumed: bool = False
     tail_from_seq: int | None = None
     #: API-11/12: what the model call sends besides the messages (the conversation's defaults under
