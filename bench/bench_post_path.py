@@ -47,13 +47,14 @@ class PostRun:
 def _seed(client: Any, post: Callable[..., Any], length: int) -> str:
     """A conversation of `length` messages: two real turns give the item shapes, BatchWriteItem the rest."""
     from chat_core.engine import tokens
+    from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
     from chat_core.store.conversations import message_id_for
     from chat_core.store.keys import message_sk
 
-    first = post(OWNER, PostMessageIn(content=message_text(1)))
+    first = post(OWNER, post_command(PostMessageIn(content=message_text(1))))
     conversation_id = str(first.body["conversation_id"])
-    post(OWNER, PostMessageIn(conversation_id=conversation_id, content=message_text(3)))
+    post(OWNER, post_command(PostMessageIn(conversation_id=conversation_id, content=message_text(3))))
     items = client.query(
         TableName=TABLE,
         KeyConditionExpression="pk = :pk",
@@ -119,6 +120,7 @@ def _set_policy(client: Any, conversation_id: str, policy: dict[str, Any] | None
 
 
 def _one_post(post: Callable[..., Any], conversation_id: str, n: int, key_prefix: str | None) -> PostRun:
+    from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
     from chat_core.http.statuses import post_status
 
@@ -126,7 +128,7 @@ def _one_post(post: Callable[..., Any], conversation_id: str, n: int, key_prefix
     key = f"{key_prefix}-{n}" if key_prefix else None
     with metered() as tally:
         started = time.process_time()
-        outcome = post(OWNER, request, idempotency_key=key)
+        outcome = post(OWNER, post_command(request), idempotency_key=key)
         elapsed = time.process_time() - started
     return PostRun(tally, elapsed - tally.server_seconds, 1, post_status(outcome))
 

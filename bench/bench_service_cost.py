@@ -77,6 +77,7 @@ def _table_bytes(client: Any) -> tuple[int, dict[tuple[str, str], int]]:
 def _measure(length: int, *, budgets: bool) -> dict[str, float]:
     import boto3
     import chat_core
+    from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
     from moto import mock_aws
 
@@ -98,7 +99,7 @@ def _measure(length: int, *, budgets: bool) -> dict[str, float]:
             request = PostMessageIn(conversation_id=conversation_id, content=message_text(80_000 + n))
             with metered() as tally:
                 started = time.process_time()
-                post(OWNER, request)
+                post(OWNER, post_command(request))
                 seconds.append(time.process_time() - started - tally.server_seconds)
             _, sizes = _table_bytes(client)
             units.append(_request_units(tally, sizes))

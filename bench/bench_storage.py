@@ -277,6 +277,7 @@ def ours_posting(size: int, checkpoints: tuple[int, ...]) -> Side:
     are what the service really sends; its time includes token counting and the window.
     """
     from chat_core.engine import tokens
+    from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
     from moto import mock_aws
 
@@ -294,7 +295,7 @@ def ours_posting(size: int, checkpoints: tuple[int, ...]) -> Side:
             request = PostMessageIn(conversation_id=conversation_id, content=message_text(2 * turn + 1))
             with metered() as turn_tally:
                 started = time.process_time()
-                outcome = post_message(OWNER, request)
+                outcome = post_message(OWNER, post_command(request))
                 elapsed = time.process_time() - started
             assert not outcome.model_failed, outcome.body
             assert outcome.reply_stored, outcome.body

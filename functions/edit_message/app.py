@@ -7,6 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import branches
+from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import EditMessageIn
 from chat_core.http.statuses import post_status
@@ -21,7 +22,7 @@ def edit_message(conversation_id: str, message_id: str, body: EditMessageIn) -> 
         caller(app),
         conversation_id,
         message_id,
-        body,
+        commands.edit_command(conversation_id, body),
         idempotency_key=idempotency_key(app),
         context=app.lambda_context,
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import post
+from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.sink import StreamSink
@@ -23,7 +24,7 @@ def post_message(body: PostMessageIn) -> Response[Any]:
     emit = sink.emit if "text/event-stream" in accept else None
     outcome = post.post_message(
         caller(app),
-        body,
+        commands.post_command(body),
         idempotency_key=idempotency_key(app),
         context=app.lambda_context,
         on_chunk=emit,

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from chat_core.chat.post import post_message
 from chat_core.chat.views import PostOutcome
+from chat_core.http.request_commands import post_command
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.statuses import post_status
 
@@ -32,7 +33,7 @@ def test_concurrent_posts_lose_nothing_and_keep_turns_in_order(
         request = PostMessageIn(conversation_id=conversation_id, content=f"racer {n}")
         start.wait()
         # Lambda runs one invocation per process; threads share the operation, not a handler.
-        return post_message("alice", request)
+        return post_message("alice", post_command(request))
 
     # When several posts to it start at the same moment
     with ThreadPoolExecutor(max_workers=POSTERS) as pool:
@@ -76,7 +77,7 @@ def test_concurrent_first_messages_make_separate_conversations(
 
     def post(n: int) -> PostOutcome:
         start.wait()
-        return post_message("alice", PostMessageIn(content=f"first {n}"))
+        return post_message("alice", post_command(PostMessageIn(content=f"first {n}")))
 
     # When four first messages race
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -12,6 +12,7 @@ import pytest
 from chat_core.chat.delete import delete_conversation
 from chat_core.chat.post import post_message
 from chat_core.errors import ChatError
+from chat_core.http.request_commands import post_command
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.statuses import post_status, status_for
 
@@ -41,7 +42,7 @@ def _stored(conversation_id: str) -> dict[int, dict[str, str]]:
 def _outcome(request: PostMessageIn, start: threading.Barrier) -> int:
     start.wait()
     try:
-        return post_status(post_message("alice", request))
+        return post_status(post_message("alice", post_command(request)))
     except ChatError as exc:
         return status_for(exc)
 

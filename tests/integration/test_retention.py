@@ -16,8 +16,8 @@ import pytest
 from chat_core.errors import ConversationNotExpired
 from chat_core.settings import reset_settings
 from chat_core.store import partitions
-from chat_core.store.items import Summary
 from chat_core.store.keys import META_SK, conversation_pk
+from chat_core.store.records import SummaryRecord
 from chat_core.store.summary_item import SummarySuperseded, save_summary
 
 from tests.support import functions as api
@@ -62,16 +62,15 @@ def add_event_and_summary(owner: str, conversation_id: str) -> None:
             "type": {"S": "event_for_test"},
         },
     )
-    summary = Summary.new(
-        owner,
-        conversation_id,
+    summary = SummaryRecord(
+        conversation_id=conversation_id,
         from_seq=1,
         to_seq=2,
         text="earlier: turn 0",
         model="m",
         created_at="2025-01-01T00:00:00.000000Z",
     )
-    save_summary(summary, previous_to_seq=None)
+    save_summary(summary, previous_to_seq=None, owner=owner)
 
 
 def ttl_removes(owner: str, conversation_id: str, stream: TableStream) -> list[dict[str, Any]]:
@@ -253,9 +252,8 @@ def test_no_summary_is_written_into_a_purged_partition(stream: TableStream) -> N
     assert api.delete(doomed).status == 204
     purge(for_function(PURGE, ttl_removes("alice", doomed, stream)))
     # When a summarizer that started earlier stores its result
-    late = Summary.new(
-        "alice",
-        doomed,
+    late = SummaryRecord(
+        conversation_id=doomed,
         from_seq=1,
         to_seq=2,
         text="late",
@@ -263,7 +261,7 @@ def test_no_summary_is_written_into_a_purged_partition(stream: TableStream) -> N
         created_at="2025-01-01T00:00:00.000000Z",
     )
     with pytest.raises(SummarySuperseded):
-        save_summary(late, previous_to_seq=None)
+        save_summary(late, previous_to_seq=None, owner="alice")
     # Then the partition stays empty
     assert items_in("alice", doomed) == []
 

@@ -16,8 +16,8 @@ import pytest
 from chat_core.chat.summaries import SUMMARY_INSTRUCTIONS
 from chat_core.errors import InvalidInput, SummaryFailed
 from chat_core.settings import reset_settings
-from chat_core.store import items
 from chat_core.store import summary_item as summary_store
+from chat_core.store.records import SummaryRecord
 
 from tests.reliability.faults import injected
 from tests.support import functions as api
@@ -86,7 +86,7 @@ class Conversation:
             self.post(process=process)
 
     @property
-    def summary(self) -> items.Summary | None:
+    def summary(self) -> SummaryRecord | None:
         assert self.id is not None
         return summary_store.get_summary("alice", self.id)
 
@@ -252,9 +252,8 @@ def test_a_run_that_lost_the_race_never_overwrites_a_newer_summary(
     current = conversation.summary
     assert current is not None
     # When a run that started from the 1-5 summary tries to store its result
-    stale = items.Summary.new(
-        "alice",
-        str(conversation.id),
+    stale = SummaryRecord(
+        conversation_id=str(conversation.id),
         from_seq=1,
         to_seq=7,
         text="stale",
@@ -263,7 +262,7 @@ def test_a_run_that_lost_the_race_never_overwrites_a_newer_summary(
     )
     # Then it is refused and the newer summary stays
     with pytest.raises(summary_store.SummarySuperseded):
-        summary_store.save_summary(stale, previous_to_seq=5)
+        summary_store.save_summary(stale, previous_to_seq=5, owner="alice")
     kept = conversation.summary
     assert kept is not None
     assert int(kept.to_seq) == 9

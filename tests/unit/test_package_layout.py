@@ -15,8 +15,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "chat_core" / "chat_core"
 
-#: What each package may import at run time (imports under `if TYPE_CHECKING:` are for types only).
-#: `settings`, `errors` and `observability` are shared by all and import nothing of chat_core's packages.
+#: What each package may import, at run time and under `if TYPE_CHECKING:` alike (an import for types only
+#: is still an arrow). `settings`, `errors` and `observability` are shared by all and import nothing of
+#: chat_core's packages.
 SHARED = {"settings", "errors", "observability"}
 MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"engine"},
@@ -24,10 +25,37 @@ MAY_IMPORT: dict[str, set[str]] = {
     "llm": {"llm", "engine"},
     "chat": {"chat", "engine", "store", "llm"},
     "dialogue": {"dialogue", "engine", "store"},
-    "http": {"http", "chat", "dialogue", "engine", "store"},
+    # The edge builds the defaults it passes in (the model provider a post is given, for one).
+    "http": {"http", "chat", "dialogue", "engine", "store", "llm"},
     "settings": set(),
     "errors": set(),
     "observability": set(),
+}
+#: The domain packages: they take commands built at the edge and records handed up by the store.
+DOMAIN = {"chat", "dialogue"}
+#: What the domain never imports besides `http`: the store's PynamoDB item classes stay in `store`.
+DOMAIN_MAY_NOT_IMPORT = {"store.items"}
+#: Domain modules still handed PynamoDB items while the store's records replace them (issue 29): this set
+#: only shrinks, and a module leaves it when it takes records.
+ITEMS_STILL_IMPORTED_BY: set[str] = {
+    "chat.answer",
+    "chat.assembly",
+    "chat.completions",
+    "chat.create",
+    "chat.history",
+    "chat.inspector",
+    "chat.navigation",
+    "chat.paths",
+    "chat.pins",
+    "chat.post",
+    "chat.prices",
+    "chat.reads",
+    "chat.recording",
+    "chat.rules",
+    "chat.summaries",
+    "chat.summary_window",
+    "chat.turns",
+    "chat.views",
 }
 #: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.
 #: (`chat.recording` caps and records what the model answered, so it knows the model client's records.)
@@ -93,13 +121,13 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.Module) -> set[str]:
-    """chat_core modules imported at module level, outside `if TYPE_CHECKING:` blocks."""
+def _imports(tree: ast.Module, *, type_checking: bool = True) -> set[str]:
+    """chat_core modules imported at module level (those under `if TYPE_CHECKING:` with `type_checking`)."""
     found: set[str] = set()
 
     def visit(nodes: list[ast.stmt]) -> None:
         for node in nodes:
-            if isinstance(node, ast.If) and _is_type_checking(node):
+            if isinstance(node, ast.If) and _is_type_checking(node) and not type_checking:
                 continue
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chat_core"):
                 base = node.module.removeprefix("chat_core").lstrip(".")
@@ -127,8 +155,13 @@ def _exists(dotted: str) -> bool:
     return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
-def _graph() -> dict[str, set[str]]:
-    return {name: _runtime_imports(ast.parse(path.read_text())) for name, path in _modules() if name}
+def _graph(*, type_checking: bool = True) -> dict[str, set[str]]:
+    """Every module's chat_core imports, TYPE_CHECKING ones included unless told otherwise."""
+    return {
+        name: _imports(ast.parse(path.read_text()), type_checking=type_checking)
+        for name, path in _modules()
+        if name
+    }
 
 
 def _top(module: str) -> str:
@@ -136,8 +169,9 @@ def _top(module: str) -> str:
 
 
 def test_packages_import_only_downwards() -> None:
-    """Architecture (README): http -> chat/dialogue -> engine/store/llm; engine imports no other package."""
-    # Given every chat_core module's run-time imports
+    """Architecture (README): http -> chat/dialogue -> engine/store/llm; engine imports no other package.
+    A `TYPE_CHECKING` import counts: a type the domain borrows from the edge is still an arrow upwards."""
+    # Given every chat_core module's imports, those for types only included
     graph = _graph()
     # When each import is checked against what the importer's package may import
     wrong = sorted(
@@ -152,8 +186,8 @@ def test_packages_import_only_downwards() -> None:
 
 def test_only_the_post_and_the_summarizer_reach_the_model() -> None:
     """Architecture (README): of the chat operations, only the post path and the summarizer import `llm`."""
-    # Given the chat package's run-time imports
-    graph = _graph()
+    # Given the chat package's run-time imports (a type of the model client's is no call to it)
+    graph = _graph(type_checking=False)
     # When the modules importing the model client are listed
     callers = {
         m for m, targets in graph.items() if m.startswith("chat.") and any(_top(t) == "llm" for t in targets)
@@ -163,8 +197,9 @@ def test_only_the_post_and_the_summarizer_reach_the_model() -> None:
 
 
 def test_chat_core_has_no_import_cycle() -> None:
-    """Architecture (README): no two modules import each other, directly or around a loop."""
-    # Given the module-level import graph
+    """Architecture (README): no two modules import each other, directly or around a loop, not even for
+    types only."""
+    # Given the module-level import graph, `TYPE_CHECKING` imports included
     graph = _graph()
     # When it is walked depth first
     cycles: list[list[str]] = []
@@ -186,6 +221,37 @@ def test_chat_core_has_no_import_cycle() -> None:
             walk(module, [module])
     # Then there is no cycle
     assert cycles == []
+
+
+def test_the_domain_knows_neither_the_edge_nor_the_items() -> None:
+    """Architecture (README): `chat` and `dialogue` take plain commands and get frozen records: they
+    import nothing of `http` (its request models) and no PynamoDB item of `store.items`, not even for
+    types."""
+    # Given the domain packages' imports, those for types only included
+    graph = _graph()
+    # When the imports of the edge or of the item classes are listed
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if _top(module) in DOMAIN
+        for target in targets
+        if _top(target) == "http"
+        or (target in DOMAIN_MAY_NOT_IMPORT and module not in ITEMS_STILL_IMPORTED_BY)
+    )
+    # Then there are none
+    assert wrong == []
+
+
+def test_the_item_importers_left_only_shrink() -> None:
+    """Architecture (README): a domain module that no longer imports `store.items` leaves the list of
+    those still handed items, so the list can only shrink."""
+    # Given the domain modules that import the item classes
+    graph = _graph()
+    importers = {m for m, targets in graph.items() if _top(m) in DOMAIN and targets & DOMAIN_MAY_NOT_IMPORT}
+    # When the list of allowed importers is compared with them
+    stale = ITEMS_STILL_IMPORTED_BY - importers
+    # Then every module on it still imports them
+    assert stale == set()
 
 
 @pytest.mark.parametrize(("name", "path"), list(_modules()), ids=lambda v: str(v))

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat_core.chat import paths, summary_window
+from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
-from chat_core.chat.policy import count_message, history_reach, policy_dict, window_policy
+from chat_core.chat.policy import count_message, history_reach, window_policy
 from chat_core.chat.rules import check_id, check_parts, not_found
 from chat_core.engine import tokens
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.items import Conversation, Message, Summary
-
-if TYPE_CHECKING:
-    from chat_core.http.schemas import BuildWindowIn
+from chat_core.store.items import Conversation, Message
+from chat_core.store.records import SummaryRecord
 
 
 def read_history(
@@ -134,7 +133,7 @@ def assemble_window(
     model: str,
     policy_override: Mapping[str, Any] | None = None,
     *,
-    summary: Summary | None = None,
+    summary: SummaryRecord | None = None,
     tail_from_seq: int | None = None,
     generation: TurnSettings = NO_SETTINGS,
 ) -> AssembledWindow:
@@ -182,26 +181,26 @@ def assemble_window(
     if current is not None:
         prompt += int(current["tokens"])
     if summary is not None and summary_window.summary_included(result):
-        prompt += int(summary.tokens)
+        prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
     return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS) + generation.tool_tokens)
 
 
-def build_window(owner: str, conversation_id: str, request: BuildWindowIn) -> dict[str, Any]:
+def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:
     """POST /conversations/{id}/window: the window a post of `content` would send; no model call, no write."""
 
-    check_parts(request.text(), request.parts())
+    check_parts(request.text, request.parts)
     check_id(conversation_id)
-    override = policy_dict(request.window_policy)
+    override = request.window_policy
     recent = read_history(owner, conversation_id, override)
     conversation = recent.conversation
     assert conversation is not None
     model = request.model or conversation.model
-    generation = turn_settings(conversation.defaults, request.settings(), model)
+    generation = turn_settings(conversation.defaults, request.settings, model)
     window = assemble_window(
         conversation,
         recent.messages,
-        request.parts() or request.text(),
+        request.for_model(),
         None,
         model,
         override,

@@ -8,8 +8,9 @@ one, and the conversation's `active_leaf` says which path is active (see store/t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from chat_core.chat.commands import PostMessage
 from chat_core.chat.paths import find_target
 from chat_core.chat.post import post_message
 from chat_core.chat.turns import Branch
@@ -19,73 +20,50 @@ from chat_core.observability import MetricUnit, metrics
 from chat_core.store import tree
 
 if TYPE_CHECKING:
-    from chat_core.http.schemas import EditMessageIn, RegenerateIn
     from chat_core.llm.completion import ChatProvider, ChunkSink
 
 
+class PostOptions(TypedDict, total=False):
+    """What an edit or a regeneration hands on to the post it runs."""
+
+    idempotency_key: str | None
+    context: Any
+    provider: ChatProvider | None
+    on_chunk: ChunkSink | None
+
+
 def edit_message(
-    owner: str,
-    conversation_id: str,
-    message_id: str,
-    request: EditMessageIn,
-    *,
-    idempotency_key: str | None = None,
-    context: Any = None,
-    provider: ChatProvider | None = None,
-    on_chunk: ChunkSink | None = None,
+    owner: str, conversation_id: str, message_id: str, request: PostMessage, **options: Unpack[PostOptions]
 ) -> PostOutcome:
     """POST .../messages/{message_id}/edit: a new user message beside `message_id` (same parent), and
     the model's answer to it on the new branch, which becomes the active path."""
     _, target = find_target(owner, conversation_id, message_id)
-    if target.role != "user":
-        raise InvalidInput(
-            f"message {message_id!r} is a {target.role} message; only a user message can be edited "
-            "(regenerate an answer instead)",
-            field="message_id",
-        )
-    branch = Branch("edit", target, tree.parent_seq(target))
+    _check_role(message_id, target.role, "user", "only a user message can be edited")
     metrics.add_metric(name="MessagesEdited", unit=MetricUnit.Count, value=1)
-    return post_message(
-        owner,
-        request.as_post(conversation_id),
-        idempotency_key=idempotency_key,
-        context=context,
-        provider=provider,
-        on_chunk=on_chunk,
-        branch=branch,
-    )
+    return post_message(owner, request, branch=Branch("edit", target, tree.parent_seq(target)), **options)
 
 
 def regenerate_message(
-    owner: str,
-    conversation_id: str,
-    message_id: str,
-    request: RegenerateIn,
-    *,
-    idempotency_key: str | None = None,
-    context: Any = None,
-    provider: ChatProvider | None = None,
-    on_chunk: ChunkSink | None = None,
+    owner: str, conversation_id: str, message_id: str, request: PostMessage, **options: Unpack[PostOptions]
 ) -> PostOutcome:
     """POST .../messages/{message_id}/regenerate: a new answer beside the answer `message_id`, from the
     same context (the path up to the message it answered); the new answer's branch becomes active."""
     _, target = find_target(owner, conversation_id, message_id)
-    if target.role != "assistant":
-        raise InvalidInput(
-            f"message {message_id!r} is a {target.role} message; only an answer can be regenerated "
-            "(edit a user message instead)",
-            field="message_id",
-        )
+    _check_role(message_id, target.role, "assistant", "only an answer can be regenerated")
     parent = tree.parent_seq(target)
     if parent == tree.ROOT:
         raise InvalidInput("this answer replies to no message: there is nothing to answer again")
     metrics.add_metric(name="AnswersRegenerated", unit=MetricUnit.Count, value=1)
-    return post_message(
-        owner,
-        request.as_post(conversation_id),
-        idempotency_key=idempotency_key,
-        context=context,
-        provider=provider,
-        on_chunk=on_chunk,
-        branch=Branch("regenerate", target, parent),
-    )
+    return post_message(owner, request, branch=Branch("regenerate", target, parent), **options)
+
+
+#: What to do instead, when the message is of the other role.
+_INSTEAD = {"user": "regenerate an answer instead", "assistant": "edit a user message instead"}
+
+
+def _check_role(message_id: str, found: str, role: str, rule: str) -> None:
+    """An edit starts from a user message, a regeneration from an answer: 422 for another role."""
+    if found != role:
+        raise InvalidInput(
+            f"message {message_id!r} is a {found} message; {rule} ({_INSTEAD[role]})", field="message_id"
+        )

@@ -25,7 +25,7 @@ from chat_core.errors import BudgetExceeded
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import ledger
-from chat_core.store.items import BudgetItem, UsageDay
+from chat_core.store.ledger import BudgetRecord, UsageDayRecord
 
 #: The limits a budget item may set, and how each is written in a request (cost limits in dollars).
 LIMIT_KEYS: Final = ("daily_tokens", "daily_usd", "monthly_tokens", "monthly_usd")
@@ -65,10 +65,10 @@ def default_limits(settings: Settings) -> Limits:
     )
 
 
-def limits_for(settings: Settings, item: BudgetItem | None) -> Limits:
+def limits_for(settings: Settings, item: BudgetRecord | None) -> Limits:
     """The defaults, with what an administrator set for this user over them (stored as the request
     wrote it: tokens as integers, costs as integer micro-dollars under `*_micros`)."""
-    given: Mapping[str, Any] = item.limits if item is not None and isinstance(item.limits, Mapping) else {}
+    given: Mapping[str, Any] = item.limits if item is not None else {}
     names = {f.name for f in fields(Limits)}
     overrides = {k: None if v is None else int(v) for k, v in given.items() if k in names}
     return replace(default_limits(settings), **overrides)
@@ -146,7 +146,7 @@ def _iso(moment: datetime) -> str:
 
 
 def standing(
-    days: Sequence[UsageDay], item: BudgetItem | None, settings: Settings, now: datetime
+    days: Sequence[UsageDayRecord], item: BudgetRecord | None, settings: Settings, now: datetime
 ) -> Standing:
     """The standing from the month's day items (as `usage.read_since(month_start)` returns them)."""
     today = day_of(now)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat_core.chat import generation
-from chat_core.chat.policy import count_message, policy_dict
+from chat_core.chat.commands import ConversationSettings, CreateConversation
+from chat_core.chat.policy import count_message
 from chat_core.chat.rules import now_iso
 from chat_core.chat.views import conversation_view
 from chat_core.engine import tokens, turnlog
@@ -17,9 +18,6 @@ from chat_core.store import conversations as store
 from chat_core.store import names
 from chat_core.store.items import Conversation
 from chat_core.store.keys import MAX_CONVERSATION_KEY_CHARS, is_valid_conversation_key, new_id
-
-if TYPE_CHECKING:
-    from chat_core.http.schemas import ConversationSettingsIn, CreateConversationIn, ModelSettingsIn
 
 TITLE_FROM_MESSAGE_CHARS = 80
 #: Rounds of "read the name, create under it" before concurrent claims of one key give up (409).
@@ -42,13 +40,12 @@ def session_start(conversation: Conversation, settings: Settings) -> LogEvent:
     )
 
 
-def defaults_dict(defaults: ModelSettingsIn | None) -> dict[str, Any] | None:
+def check_defaults(defaults: dict[str, Any] | None) -> dict[str, Any] | None:
     """API-12: a conversation's default settings as stored (checked like a post's; None when empty)."""
     if defaults is None:
         return None
-    stored = {key: value for key, value in defaults.settings().items() if value is not None}
-    generation.check(stored)
-    return stored or None
+    generation.check(defaults)
+    return defaults or None
 
 
 def title_from(content: str) -> str | None:
@@ -98,30 +95,26 @@ def new_conversation(
     return conversation
 
 
-def _settings(request: ConversationSettingsIn | None) -> dict[str, Any]:
-    if request is None:
-        return {}
+def _settings(request: ConversationSettings) -> dict[str, Any]:
     return {
         "model": request.model,
         "title": request.title,
         "system_prompt": request.system_prompt,
-        "window_policy": policy_dict(request.window_policy),
-        "defaults": defaults_dict(request.defaults),
+        "window_policy": request.window_policy,
+        "defaults": check_defaults(request.defaults),
     }
 
 
-def create_conversation(owner: str, request: CreateConversationIn) -> dict[str, Any]:
+def create_conversation(owner: str, request: CreateConversation) -> dict[str, Any]:
     """POST /conversations: a new, empty conversation with its settings (201). With `key` (API-21): 409
     conversation_key_taken when the key names one of the caller's live conversations."""
     if request.key is None:
-        return conversation_view(new_conversation(owner, **_settings(request)))
-    outcome = _named(owner, request.key, request, take_live=False)
+        return conversation_view(new_conversation(owner, **_settings(request.settings)))
+    outcome = _named(owner, request.key, request.settings, take_live=False)
     return conversation_view(outcome[0])
 
 
-def conversation_for_key(
-    owner: str, key: str, request: ConversationSettingsIn | None
-) -> tuple[dict[str, Any], bool]:
+def conversation_for_key(owner: str, key: str, request: ConversationSettings) -> tuple[dict[str, Any], bool]:
     """PUT /conversation-keys/{key} (API-21): the caller's conversation named `key`, created with
     `request`'s settings when there is none (or it was deleted). The view, and whether it was created."""
     check_key(key)
@@ -156,7 +149,7 @@ def _live_named(owner: str, key: str) -> Conversation | None:
 
 
 def _named(
-    owner: str, key: str, request: ConversationSettingsIn | None, *, take_live: bool
+    owner: str, key: str, request: ConversationSettings, *, take_live: bool
 ) -> tuple[Conversation, bool]:
     """The conversation named `key`: the live one (`take_live`, else 409), or a new one."""
     settings = _settings(request)

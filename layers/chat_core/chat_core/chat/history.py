@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from chat_core.chat import attachments, paths, prices
 from chat_core.chat.assembly import read_history
+from chat_core.chat.commands import AppendMessages
 from chat_core.chat.once import once
 from chat_core.chat.paths import find_target
 from chat_core.chat.policy import count_message
@@ -32,9 +33,6 @@ from chat_core.store.base import contention_backoff
 from chat_core.store.items import Conversation, Message, usage_map
 from chat_core.store.ledger import reply_day
 
-if TYPE_CHECKING:
-    from chat_core.http.schemas import AppendMessagesIn
-
 #: What one append may write in its one TransactWrite (DynamoDB takes 4 MB a transaction).
 MAX_APPEND_BYTES: Final = 3 * 1024 * 1024
 #: API-22: the most a message's `metadata` may take, as compact JSON.
@@ -43,10 +41,10 @@ MAX_METADATA_BYTES: Final = 64 * 1024
 RESULTS_SEARCH: Final = 100
 
 
-def _check_before_io(request: AppendMessagesIn, settings: Settings) -> list[dict[str, Any]]:
+def _check_before_io(request: AppendMessages, settings: Settings) -> list[dict[str, Any]]:
     """Each message within a post's limits (API-3, API-15, tool caps), before any I/O; the messages as
     OpenAI-format dicts."""
-    given = [m.model_dump(mode="json", exclude_none=True) for m in request.messages]
+    given = [dict(m) for m in request.messages]
     for index, message in enumerate(given):
         try:
             if message["role"] == "user":
@@ -171,7 +169,7 @@ def _usage_added(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
 
 
 def append_messages(
-    owner: str, conversation_id: str, request: AppendMessagesIn, *, idempotency_key: str | None = None
+    owner: str, conversation_id: str, request: AppendMessages, *, idempotency_key: str | None = None
 ) -> dict[str, Any]:
     """POST /conversations/{id}/messages: store `messages` at the end of the active path as given, in
     one TransactWrite, with no model call; 201 with the stored messages."""
@@ -279,7 +277,7 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
         pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
         changed_pins = len(pinned) != len(conversation.pinned or [])
         summary = summary_item.get_summary(owner, conversation_id)
-        drop = int(summary.to_seq) if summary is not None and int(summary.to_seq) >= min(seqs) else None
+        drop = summary.to_seq if summary is not None and summary.to_seq >= min(seqs) else None
         state = TurnState.from_json(conversation.open_turn)
         leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs
         turn = int(conversation.turn_count or 0) + 1

@@ -15,7 +15,8 @@ from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
-from chat_core.store.items import Conversation, Message, Summary
+from chat_core.store.items import Conversation, Message
+from chat_core.store.records import SummaryRecord
 
 #: Characters of each message's text the inspector carries (the console shows a line per message).
 PREVIEW_CHARS: Final = 160
@@ -88,7 +89,7 @@ def _entry(message: Message, state: str, reason: str | None, group: str | None) 
 def inspect_window(
     conversation: Conversation,
     history: Sequence[Message],
-    summary: Summary | None,
+    summary: SummaryRecord | None,
     window: WindowResult,
     model: str,
     generation: TurnSettings,
@@ -100,7 +101,7 @@ def inspect_window(
     copies from the conversation item included); the message being sent counts in `tokens_used` only.
     """
     dropped = {d.ref: d.reason for d in window.stats.dropped}
-    covered = int(summary.to_seq) if summary is not None else 0
+    covered = summary.to_seq if summary is not None else 0
     groups = _tool_groups(history)
     entries: list[dict[str, Any]] = []
     if conversation.system_prompt:
@@ -144,9 +145,9 @@ def inspect_window(
     carried = None
     if summary is not None:
         carried = {
-            "from_seq": int(summary.from_seq),
+            "from_seq": summary.from_seq,
             "to_seq": covered,
-            "tokens": int(summary.tokens),
+            "tokens": summary.tokens,
             "text": summary.text,
             "included": summary_window.summary_included(window),
         }

@@ -19,8 +19,9 @@ from chat_core.chat.views import message_view
 from chat_core.errors import MessageNotFound
 from chat_core.store import conversations as store
 from chat_core.store import tree
-from chat_core.store.items import Conversation, Message, Summary
+from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import MESSAGE_SK_PREFIX, is_valid_id
+from chat_core.store.records import SummaryRecord
 
 #: Queries a post may spend past its window's reach to learn whether the summary's last message is on
 #: the active path; past them the summary is left out (never a guess that could show another branch).
@@ -65,11 +66,11 @@ def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) 
         covered_from=recent.covered_from,
         want=want,
     )
-    summary: Summary | None = recent.summary
+    summary: SummaryRecord | None = recent.summary
     pins = [int(entry.get("seq", 0)) for entry in conversation.pinned or []]
-    wanted = [*pins, *([int(summary.to_seq)] if summary is not None else [])]
+    wanted = [*pins, *([summary.to_seq] if summary is not None else [])]
     on_path = on_active_path(conversation, walked, wanted) if wanted else set()
-    if summary is not None and int(summary.to_seq) not in on_path:
+    if summary is not None and summary.to_seq not in on_path:
         summary = None
     if conversation.pinned:
         # Pins follow the active path too: the window of this read sees only the path's (in memory;

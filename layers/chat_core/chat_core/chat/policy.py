@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat_core.engine import tokens
 from chat_core.engine.window import SEED_003_POLICY, WindowPolicy
@@ -11,18 +11,11 @@ from chat_core.engine.window import SEED_003_POLICY, WindowPolicy
 #: The most messages a conversation's own window policy may ask for (each one a Query item to read).
 MAX_POLICY_MESSAGES = 200
 
-if TYPE_CHECKING:
-    from chat_core.http.schemas import WindowPolicyIn
-
 
 def count_message(message: Mapping[str, Any], model: str) -> int:
     """TOK-5: the exact chat-format count of one message, computed once at write time."""
 
     return int(tokens.count_message_tokens(message, method="exact", model=model))
-
-
-def policy_dict(policy: WindowPolicyIn | None) -> dict[str, Any] | None:
-    return policy.model_dump(exclude_none=True) if policy is not None else None
 
 
 def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from chat_core.chat import budgets, paths, prices, recording
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import assemble_window
+from chat_core.chat.commands import PostMessage
 from chat_core.chat.deadlines import store_deadline
 from chat_core.chat.regenerate import regenerate_turn
 from chat_core.chat.rules import check_id, check_parts
@@ -36,13 +37,10 @@ from chat_core.store import conversations as store
 from chat_core.store import idempotency as idempotency_store
 from chat_core.store.items import Message
 
-if TYPE_CHECKING:
-    from chat_core.http.schemas import PostMessageIn
-
 
 def post_message(
     owner: str,
-    request: PostMessageIn,
+    request: PostMessage,
     *,
     idempotency_key: str | None = None,
     context: Any = None,
@@ -70,7 +68,7 @@ def post_message(
         except ReplyNotStored as exc:
             unsaved: PostOutcome = exc.outcome
             return unsaved
-    body = request.model_dump(mode="json")
+    body = dict(request.as_sent)
     if branch is not None:
         # The same key on another route (or another message) is another request: refused, not replayed.
         body["_branch"] = {"kind": branch.kind, "of": branch.of.message_id}
@@ -109,17 +107,17 @@ def post_message(
     return _replay(owner, record)
 
 
-def check_before_io(request: PostMessageIn, settings: Settings | None = None, *, new: bool) -> None:
+def check_before_io(request: PostMessage, settings: Settings | None = None, *, new: bool) -> None:
     """What a post checks before any I/O (API-3, API-5, API-15): content and parts, the recorded tool
     messages' sizes, the id; on a `new` conversation (no pending tool calls) their pairing too."""
-    if request.content is not None:
-        check_parts(request.text() or "", request.parts(), settings or get_settings())
-    recorded = request.recorded()
+    if request.has_content:
+        check_parts(request.text or "", request.parts, settings or get_settings())
+    recorded = request.recorded
     tool_pairing.check_sizes(recorded)
     if request.conversation_id is not None:
         check_id(request.conversation_id)
     if new:
-        if request.content is None:
+        if not request.has_content:
             raise InvalidInput("content is required to start a conversation", field="content")
         tool_pairing.pair_results(recorded, [])
 
@@ -186,7 +184,7 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
         settings: Settings,
         sink: list[PostOutcome],
         provider: ChatProvider | None,
-        message: PostMessageIn,
+        message: PostMessage,
         on_chunk: ChunkSink | None = None,
         branch: Branch | None = None,
     ) -> dict[str, Any]:
@@ -215,7 +213,7 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
 @tracer.capture_method(capture_response=False)
 def _post(
     owner: str,
-    request: PostMessageIn,
+    request: PostMessage,
     context: Any,
     settings: Settings,
     provider: ChatProvider | None,
@@ -239,7 +237,7 @@ def _post(
     window = assemble_window(
         turn.conversation,
         turn.history,
-        request.parts() or request.text(),
+        request.for_model(),
         turn.user,
         turn.model,
         summary=turn.summary,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat_core.chat import recording
 from chat_core.chat.assembly import read_history
+from chat_core.chat.commands import PostMessage
 from chat_core.chat.deadlines import wait_deadline
 from chat_core.chat.generation import turn_settings
 from chat_core.chat.rules import now_iso
@@ -17,12 +18,9 @@ from chat_core.store import conversations as store
 from chat_core.store import tree
 from chat_core.store.base import wait_to_retry
 
-if TYPE_CHECKING:
-    from chat_core.http.schemas import PostMessageIn
-
 
 def regenerate_turn(
-    owner: str, request: PostMessageIn, settings: Settings, branch: Branch, context: Any = None
+    owner: str, request: PostMessage, settings: Settings, branch: Branch, context: Any = None
 ) -> Turn:
     """API-18: TransactWrite #1 of a regeneration: a new turn and the answer's reply slot, whose parent
     (the message `branch.of` answered) the conversation keeps while the model answers; the active leaf
@@ -46,7 +44,7 @@ def regenerate_turn(
                 field="message_id",
             )
         model = request.model or conversation.model
-        settled = turn_settings(conversation.defaults, request.settings(), model)
+        settled = turn_settings(conversation.defaults, request.settings, model)
         slot = int(conversation.next_seq)
         answered = recent.messages[-1]
         turn_number = int(conversation.turn_count or 0) + 1

@@ -20,7 +20,7 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import blobs, world_io
 from chat_core.store import conversations as conversation_store
 from chat_core.store.dialogues import validate_world_id
-from chat_core.store.items import WorldItem
+from chat_core.store.directory import world_key
 from chat_core.store.keys import META_SK, conversation_pk, is_valid_id, is_valid_owner
 from chat_core.store.partitions import delete_partition, parse_conversation_pk
 
@@ -91,7 +91,7 @@ def expired_world(record: Mapping[str, Any]) -> tuple[str, str] | None:
     owner, world_id = _string(old, "owner"), _string(old, "world_id")
     if _string(old, "type") != "world" or owner is None or world_id is None or not is_valid_owner(owner):
         return None
-    if (_string(keys, "pk"), _string(keys, "sk")) != (WorldItem.pk_for(owner), WorldItem.sk_for(world_id)):
+    if (_string(keys, "pk"), _string(keys, "sk")) != world_key(owner, world_id):
         return None
     try:
         return owner, validate_world_id(world_id)

@@ -27,8 +27,9 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store
 from chat_core.store import summary_item as store
-from chat_core.store.items import Conversation, Message, Summary
+from chat_core.store.items import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
+from chat_core.store.records import SummaryRecord
 from chat_core.store.summary_item import SummarySuperseded
 
 # Tokens a rendered message line costs beyond its text ("[12] assistant: " and the newline), budgeted.
@@ -68,7 +69,7 @@ class Pending:
 def pending_span(
     conversation: Conversation,
     recent: Sequence[Message],
-    summary: Summary | None,
+    summary: SummaryRecord | None,
     *,
     model: str,
 ) -> Pending | None:
@@ -79,7 +80,7 @@ def pending_span(
     the window can reach. None when nothing has fallen out beyond the summary.
     """
 
-    covered = int(summary.to_seq) if summary is not None else 0
+    covered = summary.to_seq if summary is not None else 0
     usable = [m for m in after_summary(recent, summary) if m.status == "ok"]
     if not usable:
         return None
@@ -173,7 +174,7 @@ class SummaryRequest:
 
 
 def build_request(
-    previous: Summary | None,
+    previous: SummaryRecord | None,
     span: Iterable[Message],
     pending: Pending,
     *,
@@ -189,7 +190,7 @@ def build_request(
     words = max(20, settings.summary_max_tokens * 3 // 4)
     instructions = SUMMARY_INSTRUCTIONS.format(words=words)
     if previous is not None:
-        head = f"Previous summary (messages {int(previous.from_seq)}\u2013{int(previous.to_seq)}):\n"
+        head = f"Previous summary (messages {previous.from_seq}\u2013{previous.to_seq}):\n"
         head += previous.text
     else:
         head = "Previous summary: none yet."
@@ -293,9 +294,9 @@ def summarize_conversation(
         outcome = SummaryOutcome(
             conversation_id,
             "summarized",
-            from_seq=int(summary.from_seq),
-            to_seq=int(summary.to_seq),
-            rounds=int(summary.rounds),
+            from_seq=summary.from_seq,
+            to_seq=summary.to_seq,
+            rounds=summary.rounds,
             chunks=chunk + 1,
         )
     return outcome
@@ -304,14 +305,14 @@ def summarize_conversation(
 def _summarize_step(
     owner: str,
     conversation: Conversation,
-    previous: Summary | None,
+    previous: SummaryRecord | None,
     pending: Pending,
     model: str,
     time_budget_s: float | None,
     settings: Settings,
     *,
-    stored: Summary | None,
-) -> tuple[Status, Summary | None]:
+    stored: SummaryRecord | None,
+) -> tuple[Status, SummaryRecord | None]:
     """One incremental step: read the span, ask the model, store conditionally (the new summary, or
     None with why nothing was stored)."""
     conversation_id = conversation.conversation_id
@@ -364,42 +365,44 @@ def _summarize_step(
             conversation_id=conversation_id,
             kind="empty",
         )
-    from_seq = int(previous.from_seq) if previous is not None else 1
+    from_seq = previous.from_seq if previous is not None else 1
     content = summary_content(from_seq, request.last_seq, text)
-    item = Summary.new(
-        owner,
-        conversation_id,
+    written_by = completion.model or model
+    input_tokens = completion.usage.prompt_tokens or request.input_tokens
+    output_tokens = completion.usage.completion_tokens
+    # COST-2/COST-3: the summary's model call is priced and charged to the conversation's owner with
+    # the summary's write; the summary item keeps what summarizing this conversation has cost so far.
+    reported = completion.usage_reported
+    charge = prices.charge(
+        written_by,
+        input_tokens if reported else request.input_tokens,
+        output_tokens if reported else int(tokens.count_tokens(completion.content, model)),
+        completion.extras if reported else None,
+        estimated=not reported,
+        settings=settings,
+    )
+    spent_before = previous.cost_total_micros if previous is not None else 0
+    item = SummaryRecord(
+        conversation_id=conversation_id,
         from_seq=from_seq,
         to_seq=request.last_seq,
         text=text,
         tokens=int(
             tokens.count_message_tokens({"role": "system", "content": content}, model=conversation.model)
         ),
-        model=completion.model or model,
+        model=written_by,
         created_at=_now(),
-        rounds=(int(previous.rounds) if previous is not None else 0) + 1,
-        messages_covered=(int(previous.messages_covered) if previous is not None else 0) + request.lines,
-        input_tokens=completion.usage.prompt_tokens or request.input_tokens,
-        output_tokens=completion.usage.completion_tokens,
+        rounds=(previous.rounds if previous is not None else 0) + 1,
+        messages_covered=(previous.messages_covered if previous is not None else 0) + request.lines,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_micros=charge.cost_micros,
+        cost_total_micros=spent_before + (charge.cost_micros or 0),
     )
-    # COST-2/COST-3: the summary's model call is priced and charged to the conversation's owner with
-    # the summary's write; the summary item keeps what summarizing this conversation has cost so far.
-    reported = completion.usage_reported
-    charge = prices.charge(
-        str(item.model),
-        int(item.input_tokens) if reported else request.input_tokens,
-        int(item.output_tokens) if reported else int(tokens.count_tokens(completion.content, model)),
-        completion.extras if reported else None,
-        estimated=not reported,
-        settings=settings,
-    )
-    item.cost_micros = charge.cost_micros
-    spent_before = int(previous.cost_total_micros or 0) if previous is not None else 0
-    item.cost_total_micros = spent_before + (charge.cost_micros or 0)
     try:
         store.save_summary(
             item,
-            previous_to_seq=int(stored.to_seq) if stored is not None else None,
+            previous_to_seq=stored.to_seq if stored is not None else None,
             owner=owner,
             charge=(item.created_at[:10], charge),
         )
@@ -413,8 +416,8 @@ def _summarize_step(
         from_seq=from_seq,
         to_seq=request.last_seq,
         folded_messages=request.lines,
-        tokens=int(item.tokens),
-        rounds=int(item.rounds),
+        tokens=item.tokens,
+        rounds=item.rounds,
         latency_ms=round((time.monotonic() - started) * 1000, 1),
     )
     return "summarized", item

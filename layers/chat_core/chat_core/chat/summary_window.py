@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from chat_core.engine.window import WindowResult
-from chat_core.store.items import Message, Summary
+from chat_core.store.items import Message
+from chat_core.store.records import SummaryRecord
 
 #: The id a summary carries in window stats (`dropped` refs, when it does not fit).
 SUMMARY_REF = "summary"
@@ -21,24 +22,24 @@ def summary_content(from_seq: int, to_seq: int, text: str) -> str:
     return f"{summary_label(from_seq, to_seq)}\n{text}"
 
 
-def summary_message(summary: Summary) -> dict[str, Any]:
+def summary_message(summary: SummaryRecord) -> dict[str, Any]:
     """The system-side message a window carries for a stored summary (with its stored count, TOK-5)."""
     return {
         "role": "system",
-        "content": summary_content(int(summary.from_seq), int(summary.to_seq), summary.text),
-        "tokens": int(summary.tokens),
+        "content": summary_content(summary.from_seq, summary.to_seq, summary.text),
+        "tokens": summary.tokens,
         "message_id": SUMMARY_REF,
     }
 
 
-def after_summary(history: Sequence[Message], summary: Summary | None) -> list[Message]:
+def after_summary(history: Sequence[Message], summary: SummaryRecord | None) -> list[Message]:
     """The history a window may choose from besides the summary: only messages newer than its range.
 
     The summary stands for everything up to `to_seq`, so those messages are not sent a second time.
     """
     if summary is None:
         return list(history)
-    covered = int(summary.to_seq)
+    covered = summary.to_seq
     return [m for m in history if int(m.seq) > covered]
 
 
@@ -47,17 +48,17 @@ def summary_included(window: WindowResult) -> bool:
     return not any(d.ref == SUMMARY_REF for d in window.stats.dropped)
 
 
-def summary_stats(summary: Summary | None, window: WindowResult) -> dict[str, Any] | None:
+def summary_stats(summary: SummaryRecord | None, window: WindowResult) -> dict[str, Any] | None:
     """What window stats say about the summary: the range it covers, its size, whether it was sent."""
     if summary is None:
         return None
     return {
-        "from_seq": int(summary.from_seq),
-        "to_seq": int(summary.to_seq),
-        "tokens": int(summary.tokens),
+        "from_seq": summary.from_seq,
+        "to_seq": summary.to_seq,
+        "tokens": summary.tokens,
         "model": summary.model,
         "created_at": summary.created_at,
-        "rounds": int(summary.rounds),
+        "rounds": summary.rounds,
         # COST-2: what summarizing this conversation has cost, every round together (micro-dollars).
         "cost_micros": int(summary.cost_total_micros or 0),
         "included": summary_included(window),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from chat_core.chat import attachments, recording
 from chat_core.chat.assembly import read_history
+from chat_core.chat.commands import PostMessage
 from chat_core.chat.create import session_start, title_from
 from chat_core.chat.deadlines import wait_deadline
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
@@ -24,11 +25,9 @@ from chat_core.store import conversations as store
 from chat_core.store import slots as slots_store
 from chat_core.store import tree
 from chat_core.store.base import wait_to_retry
-from chat_core.store.items import Conversation, Message, Summary
+from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import new_id
-
-if TYPE_CHECKING:
-    from chat_core.http.schemas import PostMessageIn
+from chat_core.store.records import SummaryRecord
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class Turn:
     recorder: TurnRecorder
     first_seq: int
     reply_seq: int | None
-    summary: Summary | None = None  # seed 001: what the window carries for the messages before history
+    summary: SummaryRecord | None = None  # seed 001: what the window carries for the messages before history
     resumed: bool = False
     tail_from_seq: int | None = None
     #: API-11/12: what the model call sends besides the messages (the conversation's defaults under
@@ -110,11 +109,11 @@ def tree_write(
 
 
 def _stored_parts(
-    owner: str, conversation_id: str, request: PostMessageIn, settings: Settings
+    owner: str, conversation_id: str, request: PostMessage, settings: Settings
 ) -> list[dict[str, Any]] | None:
     """The user's content parts as the item keeps them: large binary values put in S3 first (API-17),
     once per post whatever its retries."""
-    parts = request.parts()
+    parts = request.parts
     return attachments.store_parts(owner, conversation_id, parts, settings) if parts else None
 
 
@@ -122,13 +121,13 @@ def _user_message(
     owner: str,
     conversation_id: str,
     seq: int,
-    request: PostMessageIn,
+    request: PostMessage,
     model: str,
     stored_parts: list[dict[str, Any]] | None,
 ) -> Message:
     """The user's message: its text as `content`, its content parts (API-15) as stored, counted once as
     sent (TOK-5; parts other than text at a flat NON_TEXT_PART_TOKENS each)."""
-    content, parts = request.text() or "", request.parts()
+    content, parts = request.text or "", request.parts
     return Message.new(
         owner,
         conversation_id,
@@ -184,19 +183,19 @@ def _record_client_steps(
         recorder.client_message(message, message_id=item.message_id, tokens=int(item.tokens))
 
 
-def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -> Turn:
+def start_conversation(owner: str, request: PostMessage, settings: Settings) -> Turn:
     """First message without an id: conversation, messages and events in one TransactWrite (API-1)."""
 
-    assert request.content is not None  # checked by post_message before any I/O
+    assert request.has_content  # checked by post_message before any I/O
     model = request.model or settings.llm_model
-    settled = turn_settings(None, request.settings(), model)
+    settled = turn_settings(None, request.settings, model)
     conversation_id = new_id()
-    recorded_in = request.recorded()
+    recorded_in = request.recorded
     names = tool_pairing.pair_results(recorded_in, [])
     recorded = _recorded_messages(owner, conversation_id, 1, recorded_in, names, model)
     stored_parts = _stored_parts(owner, conversation_id, request, settings)
     user = _user_message(owner, conversation_id, 1 + len(recorded), request, model, stored_parts)
-    title = title_from(request.text() or "")
+    title = title_from(request.text or "")
     conversation = Conversation.new(
         owner,
         conversation_id,
@@ -208,7 +207,7 @@ def start_conversation(owner: str, request: PostMessageIn, settings: Settings) -
     )
     started = session_start(conversation, settings)
     recorder = TurnRecorder.new(1)
-    recorder.turn_start(request.text() or "", tokens=int(user.tokens), message_id=user.message_id)
+    recorder.turn_start(request.text or "", tokens=int(user.tokens), message_id=user.message_id)
     _record_client_steps(recorder, recorded_in, recorded)
     events = [started, *recorder.take_events()]
     store.create_with_first_message(conversation, user, recorded=recorded, events=events)
@@ -255,7 +254,7 @@ def conversation_tokens(conversation: Conversation, step: Tokens | None = None) 
 
 def append_to_conversation(
     owner: str,
-    request: PostMessageIn,
+    request: PostMessage,
     settings: Settings,
     context: Any = None,
     *,
@@ -278,7 +277,7 @@ def append_to_conversation(
     """
 
     conversation_id = str(request.conversation_id)
-    recorded_in = request.recorded()
+    recorded_in = request.recorded
     deadline = wait_deadline(context, settings)
     stored_parts: list[dict[str, Any]] | None = None
     for attempt in range(max(1, settings.post_attempts)):
@@ -291,19 +290,19 @@ def append_to_conversation(
         state, pending = pending_calls(conversation, recent.read)
         if branch is not None:
             state, pending = None, []  # an edit leaves a turn waiting for tool results behind
-        if pending and request.content is not None:
+        if pending and request.has_content:
             ids = ", ".join(call["id"] for call in pending)
             raise ToolResultsPending(
                 f"the model asked for tool calls {ids}; post their results first: "
                 f'{{"conversation_id", "messages": [{{"role": "tool", "tool_call_id", "content"}}, ...]}} '
                 f"without content"
             )
-        if not pending and request.content is None:
+        if not pending and not request.has_content:
             raise InvalidInput("content is required: no tool calls are waiting for results", field="content")
         names = tool_pairing.pair_results(recorded_in, pending)
         model = request.model or conversation.model
-        settled = turn_settings(conversation.defaults, request.settings(), model)
-        if stored_parts is None and request.content is not None:
+        settled = turn_settings(conversation.defaults, request.settings, model)
+        if stored_parts is None and request.has_content:
             # Written once the conversation is known to be the caller's and the post is accepted.
             stored_parts = _stored_parts(owner, conversation_id, request, settings)
         branched = branch is not None or conversation.active_leaf is not None
@@ -317,7 +316,7 @@ def append_to_conversation(
         seq = int(conversation.next_seq)
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
-        if request.content is not None:
+        if request.has_content:
             user = _user_message(owner, conversation_id, seq + len(recorded), request, model, stored_parts)
         turn_number: int | None = None
         if state is not None and pending:
@@ -396,7 +395,7 @@ def append_to_conversation(
 
 def _reserve_turn(
     owner: str,
-    request: PostMessageIn,
+    request: PostMessage,
     recent: store.Recent,
     names: Sequence[str | None],
     model: str,
@@ -419,10 +418,10 @@ def _reserve_turn(
 
     conversation = recent.conversation
     assert conversation is not None
-    assert request.content is not None
+    assert request.has_content
     branched = branch is not None or conversation.active_leaf is not None
     conversation_id = conversation.conversation_id
-    recorded_in = request.recorded()
+    recorded_in = request.recorded
     count = len(recorded_in) + 1
     for attempt in range(64):
         try:

@@ -2,42 +2,40 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from chat_core.chat.create import defaults_dict
-from chat_core.chat.policy import count_message, policy_dict
+from chat_core.chat.commands import UpdateConversation
+from chat_core.chat.create import check_defaults
+from chat_core.chat.policy import count_message
 from chat_core.chat.rules import check_id, not_found, now_iso
 from chat_core.chat.views import conversation_view
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import conversations as store
 
-if TYPE_CHECKING:
-    from chat_core.http.schemas import UpdateConversationIn
 
-
-def update_conversation(owner: str, conversation_id: str, request: UpdateConversationIn) -> dict[str, Any]:
+def update_conversation(owner: str, conversation_id: str, request: UpdateConversation) -> dict[str, Any]:
     """The fields the body gives change (null clears an optional one); the next post uses them.
 
     Messages already stored keep their counts; a new system prompt (or model) is counted once here
     (TOK-5). One read (the system prompt's count needs the model) and one conditional update.
     """
     check_id(conversation_id)
-    given = request.model_fields_set
+    given, values = request.given, request.values
     changes: dict[str, Any] = {}
     if "title" in given:
-        changes["title"] = request.title or None
+        changes["title"] = values.title or None
     if "window_policy" in given:
-        changes["window_policy"] = policy_dict(request.window_policy)
+        changes["window_policy"] = values.window_policy
     if "defaults" in given:
-        changes["defaults"] = defaults_dict(request.defaults)
+        changes["defaults"] = check_defaults(values.defaults)
     if "model" in given:
-        changes["model"] = request.model
+        changes["model"] = values.model
     if "system_prompt" in given or "model" in given:
         current = store.get_conversation(owner, conversation_id)
         if current is None or current.is_deleted:
             raise not_found(conversation_id)
-        prompt = request.system_prompt if "system_prompt" in given else current.system_prompt
-        model = request.model or current.model
+        prompt = values.system_prompt if "system_prompt" in given else current.system_prompt
+        model = values.model or current.model
         changes["system_prompt"] = prompt or None
         changes["system_tokens"] = (
             count_message({"role": "system", "content": prompt}, model) if prompt else 0

@@ -12,8 +12,8 @@ from chat_core.chat.views import cost_view
 from chat_core.errors import Forbidden, InvalidInput
 from chat_core.settings import get_settings
 from chat_core.store import ledger
-from chat_core.store.items import BudgetItem, UsageDay
 from chat_core.store.keys import is_valid_owner
+from chat_core.store.ledger import BudgetRecord, UsageDayRecord
 
 MAX_DAYS: Final = 366
 
@@ -42,19 +42,18 @@ def _whose(caller: str, user: str | None, admin: bool) -> str:
     return user
 
 
-def _model_view(item: UsageDay) -> dict[str, Any]:
-    prompt, completion = int(item.prompt_tokens), int(item.completion_tokens)
+def _model_view(day: UsageDayRecord) -> dict[str, Any]:
     return {
-        "model": item.model,
-        "calls": int(item.calls),
-        "prompt_tokens": prompt,
-        "cached_tokens": int(item.cached_tokens),
-        "completion_tokens": completion,
-        "reasoning_tokens": int(item.reasoning_tokens),
-        "total_tokens": prompt + completion,
-        "cost": cost_view(int(item.cost_micros)),
-        "unpriced_calls": int(item.unpriced_calls),
-        "estimated_calls": int(item.estimated_calls),
+        "model": day.model,
+        "calls": day.calls,
+        "prompt_tokens": day.prompt_tokens,
+        "cached_tokens": day.cached_tokens,
+        "completion_tokens": day.completion_tokens,
+        "reasoning_tokens": day.reasoning_tokens,
+        "total_tokens": day.prompt_tokens + day.completion_tokens,
+        "cost": cost_view(day.cost_micros),
+        "unpriced_calls": day.unpriced_calls,
+        "estimated_calls": day.estimated_calls,
     }
 
 
@@ -146,11 +145,8 @@ def set_budget(caller: str, user: str, body: Mapping[str, Any], *, admin: bool) 
         )
     limits = dict(_limit(body, key) for key in budgets.LIMIT_KEYS if key in body)
     now = datetime.now(UTC)
-    pk, sk = BudgetItem.key(owner)
     ledger.put_limits(
-        BudgetItem(
-            pk,
-            sk,
+        BudgetRecord(
             owner=owner,
             limits=limits,
             updated_at=now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from chat_core.chat import completions, post
 from chat_core.errors import InvalidInput, TurnEnded
 from chat_core.http.api import openai_error_body, openai_status
+from chat_core.http.request_commands import post_command
 from chat_core.http.schemas import (
     ConversationId,
     ModelName,
@@ -119,7 +120,7 @@ def chat_completion(
         where = ".".join(str(p) for p in first.get("loc", ())) or "messages"
         raise InvalidInput(f"messages: {where}: {first.get('msg', 'invalid')}", field="messages") from exc
     # Everything a post checks before any I/O, before this request writes anything of its own.
-    post.check_before_io(turn, new=plan.conversation_id is None)
+    post.check_before_io(post_command(turn), new=plan.conversation_id is None)
     conversation_id = completions.open_conversation(owner, plan, request.model, create=emit is not None)
     if conversation_id is not None and turn.conversation_id is None:
         turn = turn.model_copy(update={"conversation_id": conversation_id})
@@ -138,7 +139,12 @@ def chat_completion(
         sink = relay
 
     outcome = post.post_message(
-        owner, turn, idempotency_key=idempotency_key, context=context, provider=provider, on_chunk=sink
+        owner,
+        post_command(turn),
+        idempotency_key=idempotency_key,
+        context=context,
+        provider=provider,
+        on_chunk=sink,
     )
     conversation_id = str(outcome.body["conversation_id"])
     headers = {CONVERSATION_HEADER: conversation_id}

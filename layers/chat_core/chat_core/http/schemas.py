@@ -190,13 +190,6 @@ class UpdateConversationIn(_Strict):
             raise ValueError("model cannot be null (a conversation always has a model)")
         return self
 
-    def changes(self) -> dict[str, Any]:
-        """The fields this body set (null included), as JSON."""
-        changed = self.model_dump(mode="json", include=self.model_fields_set, by_alias=True)
-        if self.defaults is not None:
-            changed["defaults"] = {k: v for k, v in self.defaults.settings().items() if v is not None}
-        return changed
-
 
 #: A tool call id as models make them ("call_abc123"): printable, no spaces.
 ToolCallId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
@@ -307,14 +300,6 @@ class PostMessageIn(ModelSettingsIn):
     model: ModelName | None = None
     messages: list[RecordedMessageIn] | None = Field(default=None, min_length=1, max_length=30)
 
-    def text(self) -> str | None:
-        """The content's text: the string, or the text parts joined by newlines (None without content)."""
-        return content_text(self.content)
-
-    def parts(self) -> list[dict[str, Any]] | None:
-        """The content parts as sent (API-15), or None for plain text content."""
-        return content_parts(self.content)
-
     @model_validator(mode="after")
     def _something_to_post(self) -> PostMessageIn:
         if self.content is None and not self.messages:
@@ -323,18 +308,16 @@ class PostMessageIn(ModelSettingsIn):
             )
         return self
 
-    def recorded(self) -> list[dict[str, Any]]:
-        """The recorded messages as OpenAI-format dicts (absent optional keys left out)."""
-        return [m.model_dump(exclude_none=True) for m in self.messages or []]
-
 
 def content_text(content: str | list[Any] | None) -> str | None:
+    """The content's text: the string, or the text parts joined by newlines (None without content)."""
     if content is None or isinstance(content, str):
         return content
     return "\n".join(part.text for part in content if isinstance(part, TextPartIn))
 
 
 def content_parts(content: str | list[Any] | None) -> list[dict[str, Any]] | None:
+    """The content parts as sent (API-15), or None for plain text content."""
     if content is None or isinstance(content, str):
         return None
     return [part.model_dump(mode="json", exclude_none=True) for part in content]
@@ -355,12 +338,6 @@ class BuildWindowIn(ModelSettingsIn):
     content: str | list[ContentPartIn]
     model: ModelName | None = None
     window_policy: WindowPolicyIn | None = None
-
-    def text(self) -> str:
-        return content_text(self.content) or ""
-
-    def parts(self) -> list[dict[str, Any]] | None:
-        return content_parts(self.content)
 
 
 # ------------------------------------------------------------------------ branches and history (API-18)

@@ -19,6 +19,7 @@ from chat_core.chat import post
 from chat_core.errors import ChatError, InvalidInput
 from chat_core.http.api import MAX_IDEMPOTENCY_KEY_CHARS, error_body, openai_error_body, openai_status
 from chat_core.http.openai import CONVERSATION_HEADER, ChatCompletionIn, chat_completion
+from chat_core.http.request_commands import post_command
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.statuses import post_status, status_for
 
@@ -89,7 +90,7 @@ def serve(
         wants = "text/event-stream" in headers.get("accept", "")
         outcome = post.post_message(
             owner,
-            message,
+            post_command(message),
             idempotency_key=_idempotency_key(headers),
             context=context,
             on_chunk=emit if wants else None,

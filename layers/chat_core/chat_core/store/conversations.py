@@ -31,6 +31,7 @@ from chat_core.store.keys import (
     owner_pk,
     turn_prefix,
 )
+from chat_core.store.records import SummaryRecord
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Recent:
 
     conversation: Conversation | None
     messages: list[Message]
-    summary: Summary | None = None
+    summary: SummaryRecord | None = None
     #: Whether the Query read every message (else `messages` are the newest ones only).
     exhaustive: bool = False
     #: API-18: every message the Query read (on a branched conversation `messages` is the active path).
@@ -112,13 +113,13 @@ def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
         consistent_read=True,
     )
     conversation: Conversation | None = None
-    summary: Summary | None = None
+    summary: SummaryRecord | None = None
     found: list[Message] = []
     for item in _items(raw):
         if isinstance(item, Conversation):
             conversation = item
         elif isinstance(item, Summary):
-            summary = item
+            summary = SummaryRecord.of(item)
         elif isinstance(item, Message):
             found.append(item)
     exhaustive = len(raw.get("Items", [])) < messages + 2

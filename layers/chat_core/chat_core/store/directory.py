@@ -27,6 +27,11 @@ from chat_core.store.items import WorldDialogueItem, WorldItem
 _MAP_ATTEMPTS = 5
 
 
+def world_key(owner: str, world_id: str) -> tuple[str, str]:
+    """(pk, sk) of an owner's world item (DLG-2)."""
+    return WorldItem.pk_for(owner), WorldItem.sk_for(world_id)
+
+
 def count_in_world(tx: TransactWrite, owner: str, world_id: str, now: str) -> None:
     """DLG-2: the owner's world item (created with the world's first dialogue) counts its dialogues."""
     tx.update(

@@ -7,8 +7,8 @@ appended answer, a summary): `charge_updates` builds those transaction entries. 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,6 +22,56 @@ from chat_core.store.keys import LIMITS_SK, USAGE_DAY_PREFIX, usage_pk
 
 #: ("update", item, condition, actions): an entry of a TransactWrite (see conversations._transact).
 UsageWrite = tuple[str, Any, Any, list[Any] | None]
+
+
+@dataclass(frozen=True)
+class UsageDayRecord:
+    """COST-3: one owner's use of one model on one UTC day, as counted by the day item."""
+
+    owner: str | None
+    day: str | None
+    model: str | None
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_micros: int = 0
+    unpriced_calls: int = 0
+    estimated_calls: int = 0
+
+    @classmethod
+    def of(cls, item: UsageDay) -> UsageDayRecord:
+        return cls(
+            owner=item.owner,
+            day=item.day,
+            model=item.model,
+            calls=int(item.calls),
+            prompt_tokens=int(item.prompt_tokens),
+            cached_tokens=int(item.cached_tokens),
+            completion_tokens=int(item.completion_tokens),
+            reasoning_tokens=int(item.reasoning_tokens),
+            cost_micros=int(item.cost_micros),
+            unpriced_calls=int(item.unpriced_calls),
+            estimated_calls=int(item.estimated_calls),
+        )
+
+
+@dataclass(frozen=True)
+class BudgetRecord:
+    """COST-4: an administrator's limits for one owner, as the request wrote them."""
+
+    owner: str
+    limits: Mapping[str, Any] = field(default_factory=dict)
+    updated_at: str = ""
+    updated_by: str = ""
+
+    @classmethod
+    def of(cls, item: BudgetItem) -> BudgetRecord:
+        limits = item.limits if isinstance(item.limits, Mapping) else {}
+        return cls(
+            owner=item.owner, limits=dict(limits), updated_at=item.updated_at, updated_by=item.updated_by
+        )
 
 
 @dataclass
@@ -89,42 +139,51 @@ def _query(owner: str, condition: Any) -> list[TableItem]:
         raise base.store_error(exc) from exc
 
 
-def read_days(owner: str, first_day: str, last_day: str) -> list[UsageDay]:
-    """The owner's day items from `first_day` to `last_day` (YYYY-MM-DD, inclusive), in day order."""
+def read_days(owner: str, first_day: str, last_day: str) -> list[UsageDayRecord]:
+    """The owner's days from `first_day` to `last_day` (YYYY-MM-DD, inclusive), in day order."""
     items = _query(
         owner, TableItem.sk.between(f"{USAGE_DAY_PREFIX}{first_day}", f"{USAGE_DAY_PREFIX}{last_day}#~")
     )
-    return [item for item in items if isinstance(item, UsageDay)]
+    return [UsageDayRecord.of(item) for item in items if isinstance(item, UsageDay)]
 
 
-def read_since(owner: str, first_day: str) -> tuple[list[UsageDay], BudgetItem | None]:
-    """COST-4, one Query: the owner's day items from `first_day` on, and their budget item ("~LIMITS"
-    sorts after every day)."""
+def read_since(owner: str, first_day: str) -> tuple[list[UsageDayRecord], BudgetRecord | None]:
+    """COST-4, one Query: the owner's days from `first_day` on, and their budget ("~LIMITS" sorts after
+    every day)."""
     items = _query(owner, TableItem.sk >= f"{USAGE_DAY_PREFIX}{first_day}")
-    days = [item for item in items if isinstance(item, UsageDay)]
-    limits = next((item for item in items if isinstance(item, BudgetItem)), None)
+    days = [UsageDayRecord.of(item) for item in items if isinstance(item, UsageDay)]
+    limits = next((BudgetRecord.of(item) for item in items if isinstance(item, BudgetItem)), None)
     return days, limits
 
 
-def get_limits(owner: str) -> BudgetItem | None:
+def get_limits(owner: str) -> BudgetRecord | None:
     base.bind()
     try:
-        return BudgetItem.get(usage_pk(owner), LIMITS_SK, consistent_read=True)
+        return BudgetRecord.of(BudgetItem.get(usage_pk(owner), LIMITS_SK, consistent_read=True))
     except BudgetItem.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
 
 
-def put_limits(item: BudgetItem) -> None:
+def put_limits(budget: BudgetRecord) -> None:
     base.bind()
+    pk, sk = BudgetItem.key(budget.owner)
+    item = BudgetItem(
+        pk,
+        sk,
+        owner=budget.owner,
+        limits=dict(budget.limits),
+        updated_at=budget.updated_at,
+        updated_by=budget.updated_by,
+    )
     try:
         item.save()
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
 
 
-def sum_days(days: Sequence[UsageDay]) -> tuple[int, int]:
+def sum_days(days: Sequence[UsageDayRecord]) -> tuple[int, int]:
     """(tokens, micro-dollars) of `days`: prompt plus completion tokens, and the known costs."""
-    tokens = sum(int(d.prompt_tokens) + int(d.completion_tokens) for d in days)
-    return tokens, sum(int(d.cost_micros) for d in days)
+    tokens = sum(d.prompt_tokens + d.completion_tokens for d in days)
+    return tokens, sum(d.cost_micros for d in days)

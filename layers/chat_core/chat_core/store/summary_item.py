@@ -17,6 +17,7 @@ from chat_core.store.base import TableItem
 from chat_core.store.conversations import _Cancelled, _transact, request_token
 from chat_core.store.items import Summary
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
+from chat_core.store.records import SummaryRecord
 
 
 class SummarySuperseded(Exception):
@@ -80,13 +81,14 @@ def _put_with_charge(owner: str, summary: Summary, condition: Condition, charge:
 
 
 def save_summary(
-    summary: Summary,
+    record: SummaryRecord,
     *,
     previous_to_seq: int | None,
-    owner: str | None = None,
+    owner: str,
     charge: tuple[str, Charge] | None = None,
 ) -> None:
-    """Store `summary` if the stored one still covers exactly `previous_to_seq` (None = no summary yet).
+    """Store `record` as `owner`'s summary if the stored one still covers exactly `previous_to_seq` (None
+    = no summary yet).
 
     The summarizer runs in the background: it writes only its own item and never conditions on the
     conversation item, which every post updates, so it never fails a post's first transaction (its
@@ -102,11 +104,12 @@ def save_summary(
     on (it never regresses to an older range), or when the conversation is gone or deleted.
     """
     base.bind()
+    summary = record.to_item(owner)
     condition: Condition = (
         TableItem.pk.does_not_exist() if previous_to_seq is None else Summary.to_seq == previous_to_seq
     )
     try:
-        if charge is not None and owner is not None:
+        if charge is not None:
             _put_with_charge(owner, summary, condition, charge)
         else:
             summary.save(condition=condition)
@@ -139,12 +142,12 @@ def _conversation_live(pk: str) -> bool:
     return getattr(item, "deleted_at", None) is None
 
 
-def get_summary(owner: str, conversation_id: str) -> Summary | None:
+def get_summary(owner: str, conversation_id: str) -> SummaryRecord | None:
     """GetItem of a conversation's summary (None when it has none)."""
     base.bind()
     pk, sk = Summary.key(owner, conversation_id)
     try:
-        return Summary.get(pk, sk, consistent_read=True)
+        return SummaryRecord.of(Summary.get(pk, sk, consistent_read=True))
     except Summary.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
