@@ -304,3 +304,15 @@ def test_no_two_modules_share_a_name() -> None:
     shared = {name: modules for name, modules in names.items() if len(modules) > 1}
     # Then there are none
     assert shared == {}
+
+
+@pytest.mark.parametrize(("name", "path"), list(_modules()), ids=lambda v: str(v))
+def test_no_assert_guards_a_runtime_invariant(name: str, path: Path) -> None:
+    """API-5: an invariant the code relies on raises a domain error (a 500 with the request id, or the
+    caller's 404), never an `assert`, which `python -O` removes so the code would go on with a None."""
+    # Given a chat_core module
+    tree = ast.parse(path.read_text())
+    # When its assert statements are listed
+    asserts = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+    # Then there are none
+    assert asserts == [], f"{name}: assert at lines {asserts}"

@@ -101,6 +101,13 @@ class StoreUnavailable(ChatError):
     code = "store_unavailable"
 
 
+class InvariantBroken(ChatError):
+    """A state the code's own callers promise never happens (a bug, not bad input): 500 with the request
+    id, the details logged. Raised instead of `assert`, which `python -O` would remove."""
+
+    code = "internal_error"
+
+
 class TokenizerUnavailable(ChatError):
     code = "tokenizer_unavailable"
 

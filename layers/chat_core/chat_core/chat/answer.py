@@ -8,7 +8,7 @@ from typing import Any
 
 from chat_core.chat import attachments, deadlines
 from chat_core.chat.policy import count_message
-from chat_core.chat.rules import now_iso
+from chat_core.chat.rules import now_iso, required
 from chat_core.chat.turns import Turn, conversation_tokens
 from chat_core.engine import tokens
 from chat_core.engine.turnlog import Tokens
@@ -90,18 +90,18 @@ def reply_message(
     with tool calls keeps them (content may be null); its count includes names and arguments (TOK-4).
     """
     conversation, model = turn.conversation, turn.model
-    assert turn.reply_seq is not None
+    reply_seq = required(turn.reply_seq, "the turn's reply slot")
     reply = Message.new(
         owner,
         conversation.conversation_id,
-        turn.reply_seq,
-        message_id=store.message_id_for(turn.reply_seq),
+        reply_seq,
+        message_id=store.message_id_for(reply_seq),
         role="assistant",
         created_at=now_iso(),
         parent_seq=turn.reply_parent,
     )
     if completion is None:
-        assert failure is not None
+        failure = required(failure, "the model failure")
         reply.content = ""
         reply.status = "error"
         reply.model = model
@@ -171,7 +171,7 @@ def record_answer(
     )
     totals = conversation_tokens(turn.conversation, step)
     if completion is None:
-        assert failure is not None
+        failure = required(failure, "the model failure")
         recorder.model_failure(
             message_id=assistant.message_id,
             model=str(assistant.model),

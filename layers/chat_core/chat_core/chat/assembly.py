@@ -11,7 +11,7 @@ from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
 from chat_core.chat.policy import count_message, history_reach, window_policy
-from chat_core.chat.rules import check_id, check_parts, not_found
+from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
 from chat_core.engine import tokens
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
@@ -193,8 +193,7 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
     check_id(conversation_id)
     override = request.window_policy
     recent = read_history(owner, conversation_id, override)
-    conversation = recent.conversation
-    assert conversation is not None
+    conversation = conversation_of(recent.conversation, conversation_id)
     model = request.model or conversation.model
     generation = turn_settings(conversation.defaults, request.settings, model)
     window = assemble_window(

@@ -18,7 +18,14 @@ from chat_core.chat.commands import AppendMessages
 from chat_core.chat.once import once
 from chat_core.chat.paths import find_target
 from chat_core.chat.policy import count_message
-from chat_core.chat.rules import check_content, check_id, check_parts, now_iso, pending_calls
+from chat_core.chat.rules import (
+    check_content,
+    check_id,
+    check_parts,
+    conversation_of,
+    now_iso,
+    pending_calls,
+)
 from chat_core.chat.views import message_view
 from chat_core.engine import tool_pairing
 from chat_core.engine.costs import Charge
@@ -195,8 +202,7 @@ def _append(
 ) -> list[Message]:
     for attempt in range(max(1, settings.post_attempts)):
         recent = read_history(owner, conversation_id, None)
-        conversation = recent.conversation
-        assert conversation is not None
+        conversation = conversation_of(recent.conversation, conversation_id)
         _, waiting = pending_calls(conversation, recent.read)
         if waiting:
             ids = ", ".join(call["id"] for call in waiting)

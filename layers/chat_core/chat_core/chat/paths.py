@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from chat_core.chat.rules import check_id, not_found
+from chat_core.chat.rules import check_id, conversation_of, not_found
 from chat_core.chat.views import message_view
 from chat_core.errors import MessageNotFound
 from chat_core.store import conversations as store
@@ -55,8 +55,7 @@ def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) 
     """The post's history: the newest `want` live messages of the active path (or of the path ending at
     `leaf`), and the summary if it stands for the path's beginning. `recent` is the post's one Query
     (its newest messages)."""
-    conversation = recent.conversation
-    assert conversation is not None
+    conversation = conversation_of(recent.conversation)
     if leaf is None and conversation.active_leaf is None:
         return replace(recent, messages=live(recent.messages), page=recent.messages)
     walked = tree.walk(

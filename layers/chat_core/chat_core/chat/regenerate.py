@@ -9,7 +9,7 @@ from chat_core.chat.assembly import read_history
 from chat_core.chat.commands import PostMessage
 from chat_core.chat.deadlines import wait_deadline
 from chat_core.chat.generation import turn_settings
-from chat_core.chat.rules import now_iso
+from chat_core.chat.rules import conversation_of, now_iso
 from chat_core.chat.turns import Branch, Turn, tree_write, unreconciled_replies
 from chat_core.engine.turnlog import TurnRecorder
 from chat_core.errors import ConversationBusy, InvalidInput
@@ -33,8 +33,7 @@ def regenerate_turn(
     deadline = wait_deadline(context, settings)
     for attempt in range(max(1, settings.post_attempts)):
         recent = read_history(owner, conversation_id, None, leaf=branch.parent)
-        conversation = recent.conversation
-        assert conversation is not None
+        conversation = conversation_of(recent.conversation, conversation_id)
         if attempt == 0:
             recording.repair_abandoned(conversation, recent.read, settings)
         if not recent.messages or int(recent.messages[-1].seq) != branch.parent:

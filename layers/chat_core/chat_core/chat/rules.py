@@ -8,7 +8,13 @@ from typing import Any
 
 from chat_core.chat.attachments import MAX_ATTACHMENT_BYTES, offloaded, part_bytes
 from chat_core.engine.turnlog import TurnState
-from chat_core.errors import ConversationNotFound, InvalidInput, MessageTooLong, PayloadTooLarge
+from chat_core.errors import (
+    ConversationNotFound,
+    InvalidInput,
+    InvariantBroken,
+    MessageTooLong,
+    PayloadTooLarge,
+)
 from chat_core.settings import Settings, get_settings
 from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import is_valid_id
@@ -92,6 +98,20 @@ def check_id(conversation_id: str) -> str:
 
 def not_found(conversation_id: str) -> ConversationNotFound:
     return ConversationNotFound(f"conversation {conversation_id!r} not found")
+
+
+def conversation_of(conversation: Conversation | None, conversation_id: str = "") -> Conversation:
+    """The conversation a history read found; a read that found none is the caller's 404."""
+    if conversation is None:
+        raise not_found(conversation_id)
+    return conversation
+
+
+def required[T](value: T | None, what: str) -> T:
+    """`value`, which the code reaching here has already made sure of (InvariantBroken if not)."""
+    if value is None:
+        raise InvariantBroken(f"internal error: {what} is missing")
+    return value
 
 
 def pending_calls(

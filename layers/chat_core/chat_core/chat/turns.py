@@ -13,7 +13,7 @@ from chat_core.chat.create import session_start, title_from
 from chat_core.chat.deadlines import wait_deadline
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.policy import count_message
-from chat_core.chat.rules import now_iso, pending_calls
+from chat_core.chat.rules import conversation_of, now_iso, pending_calls, required
 from chat_core.chat.views import PostOutcome
 from chat_core.engine import tool_pairing
 from chat_core.engine.turnlog import Tokens, TurnRecorder
@@ -186,7 +186,8 @@ def _record_client_steps(
 def start_conversation(owner: str, request: PostMessage, settings: Settings) -> Turn:
     """First message without an id: conversation, messages and events in one TransactWrite (API-1)."""
 
-    assert request.has_content  # checked by post_message before any I/O
+    if not request.has_content:  # checked by post_message before any I/O
+        raise InvalidInput("content is required to start a conversation", field="content")
     model = request.model or settings.llm_model
     settled = turn_settings(None, request.settings, model)
     conversation_id = new_id()
@@ -282,8 +283,7 @@ def append_to_conversation(
     stored_parts: list[dict[str, Any]] | None = None
     for attempt in range(max(1, settings.post_attempts)):
         recent = read_history(owner, conversation_id, None, leaf=branch.parent if branch else None)
-        conversation = recent.conversation
-        assert conversation is not None
+        conversation = conversation_of(recent.conversation, conversation_id)
         if attempt == 0:
             # A reply slot a crashed post left empty is closed as an error turn (rare; no read added).
             recording.repair_abandoned(conversation, recent.read, settings)
@@ -324,7 +324,7 @@ def append_to_conversation(
         else:
             turn_number = int(conversation.turn_count or 0) + 1
             recorder = TurnRecorder.new(turn_number)
-            assert user is not None
+            user = required(user, "the turn's user message")
             recorder.turn_start(
                 user.content or "",
                 tokens=int(user.tokens),
@@ -416,9 +416,9 @@ def _reserve_turn(
     branched since it was read: the caller reads it again.
     """
 
-    conversation = recent.conversation
-    assert conversation is not None
-    assert request.has_content
+    conversation = conversation_of(recent.conversation)
+    if not request.has_content:
+        raise InvalidInput("content is required", field="content")
     branched = branch is not None or conversation.active_leaf is not None
     conversation_id = conversation.conversation_id
     recorded_in = request.recorded
