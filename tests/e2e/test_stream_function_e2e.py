@@ -23,6 +23,8 @@ from tests.support.jwt_issuer import Issuer, jwt_issuer
 from tests.support.local_server import ServerProcess, child_env
 from tests.support.openai_standin import OpenAIStandin
 
+pytestmark = pytest.mark.e2e
+
 APP = Path(__file__).resolve().parents[2] / "functions" / "stream_chat" / "app.py"
 
 

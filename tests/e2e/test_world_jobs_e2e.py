@@ -9,8 +9,11 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.local_server import ServerProcess
+
+pytestmark = pytest.mark.e2e
 
 STAMP = "2026-01-01T00:00:00.000000Z"
 # 4,000 characters of Chinese are 12,000 bytes of UTF-8: a 50 MB world in about 4,400 entries.
