@@ -53,9 +53,11 @@ cfn-lint: venv sam-venv ## cfn-lint and sam validate --lint on template.yaml
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 
 # pytest-xdist: one worker per core (PYTEST_WORKERS=1 runs it in one process). A test file stays on one
-# worker, so a module's server starts once and its tests run in the order they are written.
+# worker, so a module's server starts once and its tests run in the order they are written. Files are
+# handed out in collection order (tests/conftest.py puts the long ones first), not xdist's default of the
+# most tests first, which leaves a one-test file of two minutes to start last.
 PYTEST_WORKERS ?= auto
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 unit: venv ## pytest only, one worker per core
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
 
