@@ -63,8 +63,14 @@ cfn-lint: venv sam-venv ## cfn-lint and sam validate --lint on template.yaml
 	$(VENV)/bin/cfn-lint template.yaml
 	$(SAM) validate --lint --template template.yaml --region us-east-1
 
-unit: venv ## pytest only
-	$(VENV)/bin/pytest
+# pytest-xdist: one worker per core (PYTEST_WORKERS=1 runs it in one process). A test file stays on one
+# worker, so a module's server starts once and its tests run in the order they are written. Files are
+# handed out in collection order (tests/conftest.py puts the long ones first), not xdist's default of the
+# most tests first, which leaves a one-test file of two minutes to start last.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+unit: venv ## pytest only, one worker per core
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
 
 test: lint typecheck cfn-lint unit ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
 
@@ -79,8 +85,8 @@ screenshots: venv ## retake the console screenshots docs/console.md shows (docs/
 	CONSOLE_SCREENSHOTS=docs/images CONSOLE_BROWSER_REQUIRED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/e2e/test_console_browser.py
 
 STRESS_ROUNDS ?= 3
-test-stress: venv ## the whole pytest suite 3 times (STRESS_ROUNDS) in a row while another process keeps one core busy
-	$(PY) scripts/run_under_load.py --rounds $(STRESS_ROUNDS) --busy 1 -- $(VENV)/bin/pytest -q -p no:cacheprovider
+test-stress: venv ## the whole pytest suite (as `make unit`) 3 times (STRESS_ROUNDS) in a row while another process keeps one core busy
+	$(PY) scripts/run_under_load.py --rounds $(STRESS_ROUNDS) --busy 1 -- $(VENV)/bin/pytest $(PYTEST_PARALLEL) -q -p no:cacheprovider
 
 bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
 	$(PY) -m bench

@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.jwt_issuer import jwt_issuer
 from tests.support.local_server import ServerProcess
+
+pytestmark = pytest.mark.e2e
 
 
 def test_jwt_mode_takes_the_caller_from_a_verified_token_only(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -32,6 +33,27 @@ def _wait_for_file_containing(path: Path, text: str, timeout_s: float = 15.0) ->
             return
         time.sleep(0.1)
     pytest.fail(f"{path} never contained {text!r}")
+
+
+def _moto_server_url(process: subprocess.Popen[str], timeout_s: float = 60.0) -> str:
+    """The URL `moto_server -p 0` logs once it listens; its log is drained from then on (a full pipe
+    would stall it)."""
+    found: list[str] = []
+    listening = threading.Event()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            match = re.search(r"Running on (http://127\.0\.0\.1:\d+)", line)
+            if match and not found:
+                found.append(match.group(1))
+                listening.set()
+        listening.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    assert listening.wait(timeout_s), f"moto_server did not start within {timeout_s} s"
+    assert found, "moto_server exited before it listened"
+    return found[0]
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
@@ -205,17 +227,16 @@ def test_external_dynamodb_endpoint_gets_the_table_and_keeps_the_data(tmp_path: 
 
     A standalone moto server plays the external endpoint here (DynamoDB Local needs Java)."""
     # Given an external DynamoDB-compatible endpoint
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    # (port 0: it binds a free port and names it, so no other process can take the port first)
     external = subprocess.Popen(
-        [console_script("moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        [console_script("moto_server"), "-H", "127.0.0.1", "-p", "0"],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env=child_env(),
     )
-    endpoint = f"http://127.0.0.1:{port}"
     try:
+        endpoint = _moto_server_url(external)
         client = local_client(endpoint)
         deadline = time.monotonic() + 30
         while True:

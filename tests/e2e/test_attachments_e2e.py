@@ -9,9 +9,12 @@ import os
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
+
+pytestmark = pytest.mark.e2e
 
 PNG = b"\x89PNG\r\n\x1a\n" + os.urandom(500_000)
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}

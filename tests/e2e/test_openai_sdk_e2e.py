@@ -17,7 +17,7 @@ import pytest
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "provider_responses"
 

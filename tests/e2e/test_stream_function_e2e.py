@@ -6,10 +6,11 @@ DynamoDB, its model the stand-in, its issuer a real JWKS endpoint on loopback.""
 from __future__ import annotations
 
 import json
+import queue
 import re
-import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,13 +23,9 @@ from tests.support.jwt_issuer import Issuer, jwt_issuer
 from tests.support.local_server import ServerProcess, child_env
 from tests.support.openai_standin import OpenAIStandin
 
+pytestmark = pytest.mark.e2e
+
 APP = Path(__file__).resolve().parents[2] / "functions" / "stream_chat" / "app.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +38,9 @@ def issuer() -> Iterator[Issuer]:
 def stream_url(server: ServerProcess, standin: OpenAIStandin, issuer: Issuer) -> Iterator[str]:
     found = re.search(r"DynamoDB\s+embedded moto at (\S+), table (\S+)", server.output)
     assert found, server.output
-    port = _free_port()
     env = child_env(
         {
-            "PORT": str(port),
+            "PORT": "0",  # the function binds a free port and says which: no other test can take it first
             "JWT_ISSUER": issuer.url,
             "JWT_AUDIENCE": "client-1",
             "DYNAMODB_ENDPOINT": found.group(1),
@@ -59,19 +55,30 @@ def stream_url(server: ServerProcess, standin: OpenAIStandin, issuer: Issuer) ->
         }
     )
     process = subprocess.Popen(
-        [sys.executable, str(APP)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        [sys.executable, str(APP)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    url = f"http://127.0.0.1:{port}"
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def drain() -> None:  # read every line, so the function never blocks on a full pipe
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=drain, daemon=True).start()
     deadline = time.monotonic() + 60
+    seen: list[str] = []
     while True:
         try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
-        assert time.monotonic() < deadline, "the streaming function did not start"
-        time.sleep(0.1)
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        assert line is not None, f"the streaming function did not start:\n{''.join(seen)}"
+        seen.append(line)
+        listening = re.search(r"listening on (127\.0\.0\.1:\d+)", line)
+        if listening:
+            break
+    url = f"http://{listening.group(1)}"
     yield url
     process.terminate()
     process.wait(timeout=30)

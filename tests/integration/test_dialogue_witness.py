@@ -102,6 +102,7 @@ def is_ab_whisper(s: Said) -> bool:
     return s.mode == "whisper" and {s.speaker, *s.audience} == {"A", "B"}
 
 
+@pytest.mark.slow
 @settings(
     max_examples=15,
     deadline=None,

@@ -8,6 +8,8 @@ import time
 import pytest
 from chat_core.chat import turns
 from chat_core.errors import ConversationBusy
+from chat_core.llm.provider import reset_provider
+from chat_core.settings import reset_settings
 from chat_core.store import conversations as store
 
 from tests.support import functions as api
@@ -130,12 +132,16 @@ def test_a_retry_after_a_busy_answer_runs_the_post(
 
 
 def test_the_same_post_sent_twice_at_once_is_in_progress_not_a_different_body(
-    standin_llm: OpenAIStandin,
+    standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """API-6: the same key and body while the first is still running: 409 request_in_progress, never 422."""
-    # Given a post with an Idempotency-Key that is still waiting for a slow model
+    # Given a post with an Idempotency-Key that is still waiting for a model that answers only when
+    # released (a timed wait would race the duplicate on a busy machine)
+    monkeypatch.setenv("LLM_TIMEOUT_SECONDS", "20")
+    reset_settings()
+    reset_provider()
     conversation_id = api.post("opening").body["conversation_id"]
-    standin_llm.configure(mode="slow", slow_seconds=1.0)
+    standin_llm.configure(mode="slow", slow_seconds=20.0)
     answers: list[api.Answer] = []
     first = threading.Thread(
         target=lambda: answers.append(api.post("twice", conversation_id, idempotency_key="k-twice"))
@@ -146,6 +152,7 @@ def test_the_same_post_sent_twice_at_once_is_in_progress_not_a_different_body(
         time.sleep(0.01)  # polling for the model to receive the first post, with a deadline
     # When the client sends it again at that moment
     again = api.post("twice", conversation_id, idempotency_key="k-twice")
+    standin_llm.release()
     first.join(30)
     # Then the duplicate is told to wait, and the first lands
     assert again.status == 409, again.body

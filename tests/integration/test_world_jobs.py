@@ -70,6 +70,7 @@ class Killed(Exception):
     """The worker's process dying mid-run."""
 
 
+@pytest.mark.slow
 def test_dlg6_an_import_killed_half_way_and_run_again_holds_one_copy_of_everything(
     storage: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

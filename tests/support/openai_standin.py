@@ -24,7 +24,7 @@ Modes (``MODES``):
   malformed   200 with a body that is not JSON
   no_choices  200 with JSON that has no ``choices``
   wrong_types 200 with JSON whose ``choices[0].message.content`` is a number
-  slow        sleeps ``slow_seconds`` then answers like ok
+  slow        sleeps ``slow_seconds`` (or until ``release()``) then answers like ok
   flaky       the first ``flaky_failures`` requests answer ``flaky_status`` (500 or 429), then ok
   huge        200 with a valid JSON body of about ``huge_bytes`` bytes
   huge_error  500 with a body of about ``huge_bytes`` bytes
@@ -347,7 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = str(request.get("model") or DEFAULT_MODEL)
 
-        if mode == "slow" and self.server.stopping.wait(state.slow_seconds):
+        if mode == "slow" and self.server.hold(state.slow_seconds):
             return
         if mode == "flaky" and seen <= state.flaky_failures:
             mode = "error429" if state.flaky_status == 429 else "error500"
@@ -439,7 +439,16 @@ class _StandinHTTPServer(ThreadingHTTPServer):
         self.state = state
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.released = threading.Event()
         self.verbose = verbose
+
+    def hold(self, seconds: float) -> bool:
+        """A slow answer's wait: `seconds`, or until released; True if the server is stopping."""
+        deadline = time.monotonic() + seconds
+        while not self.released.is_set() and (remaining := deadline - time.monotonic()) > 0:
+            if self.stopping.wait(min(remaining, 0.02)):
+                return True
+        return self.stopping.is_set()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that gives up (timeout, size limit) resets its connection; that is expected here.
@@ -455,7 +464,10 @@ class _StandinHTTPServer(ThreadingHTTPServer):
         if mode is not None and mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         with self.lock:
+            if "mode" in update or "slow_seconds" in update:
+                self.released.clear()
             if update.pop("reset", False):
+                self.released.clear()
                 self.state.reply = None
                 self.state.chunk_delay = 0.0
                 self.state.requests.clear()
@@ -560,6 +572,12 @@ class OpenAIStandin:
 
     def configure(self, **options: Any) -> None:
         self._server.configure(**options)
+
+    def release(self) -> None:
+        """Answer every slow request now, waiting or yet to come (until the mode or slow_seconds is set):
+        a test that needs a request in flight holds it with a long slow_seconds and ends it with this
+        rather than racing a short one."""
+        self._server.released.set()
 
     def reset(self) -> None:
         """Forget recorded requests and the flaky counter."""

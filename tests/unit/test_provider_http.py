@@ -45,10 +45,13 @@ def make_provider(standin: OpenAIStandin, **settings: Any) -> OpenAICompatiblePr
     )
 
 
-def closed_port() -> int:
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port bound but not listening: a connection is refused, and while the test runs no
+    other process (another pytest worker) can start listening on it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 # -- success and usage (TOK-6) -------------------------------------------------------------------------
@@ -402,11 +405,11 @@ def test_no_time_left_means_no_request(standin: OpenAIStandin) -> None:
     assert standin.completion_requests == []
 
 
-def test_api2_connection_refused_is_retried_then_reported() -> None:
+def test_api2_connection_refused_is_retried_then_reported(closed_port: int) -> None:
     """API-2: nobody listening -> kind 'connection', status None, every attempt logged."""
     # Given a base URL on a port where nothing listens
     provider = OpenAICompatibleProvider(
-        Settings(llm_base_url=f"http://127.0.0.1:{closed_port()}/v1", llm_max_retries=1),
+        Settings(llm_base_url=f"http://127.0.0.1:{closed_port}/v1", llm_max_retries=1),
         backoff_base_seconds=0.02,
     )
     # When the model is asked
