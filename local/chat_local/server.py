@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import fcntl
 import json
 import logging
@@ -934,6 +935,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    # `kill -USR1 <pid>` prints every thread's stack: what a server that does not stop is waiting on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         httpd = serve(api, config.host, config.port)
     except OSError as exc:

@@ -66,7 +66,8 @@ def test_data_survives_a_restart(tmp_path: Path, stop_signal: signal.Signals) ->
         conversation_id = posted["conversation_id"]
         api.post("/messages", json={"conversation_id": conversation_id, "content": "and me"})
     # When it is stopped and started again on the same data dir
-    assert first.stop(stop_signal) == 0
+    code = first.stop(stop_signal)
+    assert code == 0, f"the server did not stop cleanly ({code}):\n{first.output[-6000:]}"
     assert "data saved in" in first.output
     second = ServerProcess(tmp_path).start()
     try:

@@ -4,6 +4,7 @@ get, and the module-scoped fixtures that start it beside the stand-in model. Sha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -164,11 +165,23 @@ class ServerProcess:
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
+                # Not stopped in time: its threads' stacks go to the output (SIGUSR1), then it is killed.
+                self.proc.send_signal(signal.SIGUSR1)
+                self._wait_quiet(5.0)
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         if self._reader is not None:
             self._reader.join(timeout=5)
         return int(self.proc.returncode)
+
+    def _wait_quiet(self, timeout_s: float) -> None:
+        """Until the output stops growing for a moment (a stack dump is written), within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        seen = -1
+        while time.monotonic() < deadline and len(self.lines) != seen:
+            seen = len(self.lines)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.5)  # type: ignore[union-attr]
 
     def client(self, user: str | None = "alice") -> httpx.Client:
         headers = {"X-User-Id": user} if user else {}
