@@ -135,6 +135,17 @@ class Function:
         return frozenset({"kms:Decrypt"}) if decrypt else frozenset()
 
 
+#: The functions that run a post (post, /v1 tail, edit, regenerate) share these two pieces.
+CONTENT_PARTS = Grant(
+    ("s3:PutObject", "s3:GetObject"),
+    "blobs",
+    "API-17: content parts kept in S3 (written by the post, read back for the next windows).",
+)
+MODEL_CALL_NOTES = (
+    "HTTP API integrations time out at 30 s: the model call is budgeted from the remaining time so the",
+    "turn (or its failure) is stored and answered before that.",
+)
+
 FUNCTIONS: tuple[Function, ...] = (
     Function(
         name="CreateConversation",
@@ -173,16 +184,9 @@ FUNCTIONS: tuple[Function, ...] = (
                 "table",
                 "Query: the post's one read. PutItem/UpdateItem: the two TransactWrites (and the reply's fallback put). GetItem/PutItem/UpdateItem/DeleteItem: Powertools Idempotency records.",
             ),
-            Grant(
-                ("s3:PutObject", "s3:GetObject"),
-                "blobs",
-                "API-17: content parts kept in S3 (written by the post, read back for the next windows).",
-            ),
+            CONTENT_PARTS,
         ),
-        notes=(
-            "HTTP API integrations time out at 30 s: the model call is budgeted from the remaining time so the",
-            "turn (or its failure) is stored and answered before that.",
-        ),
+        notes=MODEL_CALL_NOTES,
     ),
     Function(
         name="ChatCompletions",
@@ -205,16 +209,9 @@ FUNCTIONS: tuple[Function, ...] = (
                 "table",
                 "Query: the post's one read (and one more for the tail rule when a request resends history). PutItem/UpdateItem: the two TransactWrites (and the reply's fallback put). GetItem/PutItem/UpdateItem/DeleteItem: Powertools Idempotency records.",
             ),
-            Grant(
-                ("s3:PutObject", "s3:GetObject"),
-                "blobs",
-                "API-17: content parts kept in S3 (written by the post, read back for the next windows).",
-            ),
+            CONTENT_PARTS,
         ),
-        notes=(
-            "HTTP API integrations time out at 30 s: the model call is budgeted from the remaining time so the",
-            "turn (or its failure) is stored and answered before that.",
-        ),
+        notes=MODEL_CALL_NOTES,
     ),
     Function(
         name="StreamChat",
@@ -239,11 +236,7 @@ FUNCTIONS: tuple[Function, ...] = (
                 "table",
                 "As PostMessageFunction and ChatCompletionsFunction, which serve the same turns unstreamed.",
             ),
-            Grant(
-                ("s3:PutObject", "s3:GetObject"),
-                "blobs",
-                "API-17: content parts kept in S3 (written by the post, read back for the next windows).",
-            ),
+            CONTENT_PARTS,
         ),
         notes=(
             "Streamed replies (API-14): API Gateway HTTP APIs buffer a Lambda's answer and Python Lambda has no",
@@ -406,16 +399,9 @@ FUNCTIONS: tuple[Function, ...] = (
                 "table",
                 "GetItem: the message it starts from; then a post's calls (API-18): Query (the path, one more per branch point), the two TransactWrites, Powertools Idempotency records.",
             ),
-            Grant(
-                ("s3:PutObject", "s3:GetObject"),
-                "blobs",
-                "API-17: content parts kept in S3 (written by the post, read back for the next windows).",
-            ),
+            CONTENT_PARTS,
         ),
-        notes=(
-            "HTTP API integrations time out at 30 s: the model call is budgeted from the remaining time so the",
-            "turn (or its failure) is stored and answered before that.",
-        ),
+        notes=MODEL_CALL_NOTES,
     ),
     Function(
         name="RegenerateMessage",
@@ -440,10 +426,7 @@ FUNCTIONS: tuple[Function, ...] = (
             ),
             Grant(("s3:GetObject",), "blobs", "API-17: content parts kept in S3, read back for the window."),
         ),
-        notes=(
-            "HTTP API integrations time out at 30 s: the model call is budgeted from the remaining time so the",
-            "turn (or its failure) is stored and answered before that.",
-        ),
+        notes=MODEL_CALL_NOTES,
     ),
     Function(
         name="GetTree",
