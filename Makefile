@@ -9,6 +9,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
+# The venvs are filled by uv (pinned; installed with pip first): the same pinned packages as pip would
+# install, resolved and installed in parallel, in seconds instead of minutes (issue 29's fast suite).
+UV_VERSION := 0.9.5
+UV_PIP = $(VENV)/bin/uv pip install --quiet
 PORT ?= 3000
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
@@ -22,17 +26,17 @@ help: ## list the commands
 $(VENV)/.stamp: requirements-dev.txt layers/chat_core/requirements.txt bench/requirements.txt constraints.txt pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON_SYS)" || { echo "no Python $(RUNTIME_VERSION) found"; exit 1; }
 	$(PYTHON_SYS) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -r requirements-dev.txt -r bench/requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e clients/python
+	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(UV_PIP) --python $(PY) -c constraints.txt -r requirements-dev.txt -r bench/requirements.txt
+	$(UV_PIP) --python $(PY) --no-deps --no-build-isolation -e . -e clients/python
 	touch $@
 
 venv: $(VENV)/.stamp ## create .venv with pinned dependencies and the `chat` CLI
 
 $(SAM_VENV)/.stamp: requirements-sam.txt
 	$(PYTHON_SYS) -m venv $(SAM_VENV)
-	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-sam.txt
+	$(SAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(SAM_VENV)/bin/uv pip install --quiet --python $(SAM_VENV)/bin/python -r requirements-sam.txt
 	touch $@
 
 sam-venv: $(SAM_VENV)/.stamp ## SAM CLI in its own venv (it pins its own boto3)
