@@ -966,7 +966,11 @@ def main(argv: list[str] | None = None) -> int:
     print(banner(api, url), flush=True)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
-    stop.wait()
+    # In short waits, not one endless one: the kernel may hand SIGTERM/SIGINT to any thread (a poller in a
+    # socket read), and Python runs the handler only when the main thread next runs bytecode. An endless
+    # wait never returned to run it: a stop that hung under load, once in a few hundred.
+    while not stop.wait(0.25):
+        pass
     # Bounded whatever the load: new connections stop at once, requests in flight get a short grace,
     # background functions are abandoned at the deadline, and the snapshot is always written.
     deadline = time.monotonic() + SHUTDOWN_SECONDS

@@ -69,8 +69,11 @@ def standin_llm(
         LLM_BASE_URL=_standin_server.base_url,
         LLM_API_KEY="sk-test",
         LLM_MAX_RETRIES="0",
-        LLM_TIMEOUT_SECONDS="1.5",
-        LLM_CONNECT_TIMEOUT_SECONDS="1",
+        # Generous: on a busy machine the stand-in (a thread of this process) can take seconds to answer,
+        # and a 1.5 s limit failed a concurrency test under load. Tests of a slow model bound the call by
+        # the invocation's remaining time or set their own limit.
+        LLM_TIMEOUT_SECONDS="20",
+        LLM_CONNECT_TIMEOUT_SECONDS="5",
     )
     yield _standin_server
     reset_provider()
