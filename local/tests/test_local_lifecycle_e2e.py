@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
+import os
+import platform
 import re
 import signal
 import socket
@@ -84,6 +88,33 @@ def test_data_survives_a_restart(tmp_path: Path, stop_signal: signal.Signals) ->
     assert [c["conversation_id"] for c in listed] == [conversation_id]
     assert more.status_code == 201
     assert (tmp_path / "dynamodb.json").exists()
+
+
+#: tgkill(2), which sends a signal to one thread of a process (`kill` lets the kernel choose the thread).
+_TGKILL = {"x86_64": 234, "aarch64": 131}.get(platform.machine())
+
+
+@pytest.mark.skipif(_TGKILL is None, reason="tgkill's syscall number is known for x86_64 and aarch64 only")
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_landing_on_a_worker_thread_still_stops_the_server(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
+    """LOC-1: `kill` or Ctrl-C stops `make run` whichever of its threads the kernel hands the signal to
+    (a busy server once ignored a SIGTERM that went to a background thread and had to be killed)."""
+    # Given a running server, and one of its threads that is not the main thread
+    server = ServerProcess(tmp_path).start()
+    assert server.proc is not None
+    pid = server.proc.pid
+    workers = sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid)
+    assert workers, "the server runs no thread besides its main thread"
+    # When the stop signal is sent to that thread alone
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(_TGKILL, pid, workers[-1], int(stop_signal)) == 0, os.strerror(ctypes.get_errno())
+    # Then the server saves and exits cleanly, as if the signal had reached the main thread
+    with contextlib.suppress(subprocess.TimeoutExpired):  # still running: the stop below kills it
+        server.proc.wait(timeout=30)
+    code = server.stop(signal.SIGKILL, timeout_s=5.0)
+    assert code == 0, f"the server did not stop on the signal ({code}):\n{server.output[-3000:]}"
 
 
 def test_snapshot_on_an_interval_survives_a_hard_kill(tmp_path: Path) -> None:
