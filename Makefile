@@ -12,7 +12,7 @@ SAM := $(SAM_VENV)/bin/sam
 # The venvs are filled by uv (pinned; installed with pip first): the same pinned packages as pip would
 # install, resolved and installed in parallel, in seconds instead of minutes (issue 29's fast suite).
 UV_VERSION := 0.9.5
-UV_PIP = $(VENV)/bin/uv pip install --quiet
+UV_PIP = $(VENV)/bin/uv pip install --quiet --compile-bytecode
 PORT ?= 3000
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
@@ -36,7 +36,7 @@ venv: $(VENV)/.stamp ## create .venv with pinned dependencies and the `chat` CLI
 $(SAM_VENV)/.stamp: requirements-sam.txt
 	$(PYTHON_SYS) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(SAM_VENV)/bin/uv pip install --quiet --python $(SAM_VENV)/bin/python -r requirements-sam.txt
+	$(SAM_VENV)/bin/uv pip install --quiet --compile-bytecode --python $(SAM_VENV)/bin/python -r requirements-sam.txt
 	touch $@
 
 sam-venv: $(SAM_VENV)/.stamp ## SAM CLI in its own venv (it pins its own boto3)
@@ -76,7 +76,10 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 unit: venv ## pytest only, one worker per core
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
 
-test: lint typecheck cfn-lint unit ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
+# The checks run side by side (mypy is one process, cfn-lint and sam validate another), then pytest.
+test: venv sam-venv ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck cfn-lint
+	$(MAKE) --no-print-directory unit
 
 browser: ## Chromium and its driver for the console's browser tests (Debian/Ubuntu, as root; CI does this)
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
