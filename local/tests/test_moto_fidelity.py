@@ -121,3 +121,68 @@ def test_records_every_reader_has_read_are_dropped_and_reading_goes_on(client: A
         for r in streams.get_records(ShardIterator=again["ShardIterator"])["Records"]
     ] == [r["dynamodb"]["SequenceNumber"] for r in rest]
     assert moto_fidelity.trim_read_records([reader]) == 0
+
+
+def _page_through(client: Any, **query: Any) -> tuple[list[str], list[int]]:
+    """Every sort key a Query returns, page by page, and each page's ScannedCount."""
+    keys: list[str] = []
+    scanned: list[int] = []
+    start: dict[str, Any] | None = None
+    while True:
+        page = client.query(TableName=TABLE, **query, **({"ExclusiveStartKey": start} if start else {}))
+        keys += [item["sk"]["S"] for item in page["Items"]]
+        scanned.append(page["ScannedCount"])
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return keys, scanned
+
+
+@pytest.mark.parametrize("forward", [True, False])
+def test_a_query_answers_its_partition_alone_in_order_and_in_pages(client: Any, forward: bool) -> None:
+    """LOC-2: a Query of one partition (fidelity 6: only that partition is read) answers what DynamoDB
+    does: its items alone, in sort-key order either way, key conditions and filters applied, in pages."""
+    # Given a small partition among bigger ones, its items written out of order
+    for partition, count in (("big", 300), ("small", 12), ("other", 50)):
+        for n in reversed(range(count)) if partition == "small" else range(count):
+            item = {"pk": {"S": partition}, "sk": {"S": f"m#{n:03d}"}, "n": {"N": str(n)}}
+            client.put_item(TableName=TABLE, Item=item)
+    small = [f"m#{n:03d}" for n in range(12)]
+    order = small if forward else small[::-1]
+    # When it is queried whole, in pages of 5, by a key range, and with a filter
+    whole, _ = _page_through(
+        client,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "small"}},
+        ScanIndexForward=forward,
+    )
+    paged, scanned = _page_through(
+        client,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "small"}},
+        ScanIndexForward=forward,
+        Limit=5,
+    )
+    ranged, _ = _page_through(
+        client,
+        KeyConditionExpression="pk = :p AND sk BETWEEN :a AND :b",
+        ExpressionAttributeValues={":p": {"S": "small"}, ":a": {"S": "m#003"}, ":b": {"S": "m#007"}},
+        ScanIndexForward=forward,
+    )
+    filtered, _ = _page_through(
+        client,
+        KeyConditionExpression="pk = :p",
+        FilterExpression="n >= :n",
+        ExpressionAttributeValues={":p": {"S": "small"}, ":n": {"N": "10"}},
+        ScanIndexForward=forward,
+    )
+    absent, _ = _page_through(
+        client, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "nobody"}}
+    )
+    # Then each answer is the small partition's, in order, and the pages add up to it
+    assert whole == paged == order
+    assert sum(scanned) == 12
+    assert ranged == [k for k in order if "m#003" <= k <= "m#007"]
+    assert filtered == [k for k in order if int(k[2:]) >= 10]
+    assert absent == []
+    # and asking for an absent partition created nothing
+    assert client.scan(TableName=TABLE, Select="COUNT")["Count"] == 362
