@@ -150,6 +150,16 @@ def test_current_builds_one_from_the_environment_and_use_installs_another(
     assert get_settings().table_name == "mine"
 
 
+def test_the_runtime_fixture_installs_a_runtime_of_the_tests_environment(runtime: Runtime) -> None:
+    """OPS-3: a test asks for a runtime (tests/conftest.py) instead of resetting module state."""
+    # Given the fixture's runtime
+    # When the process's runtime and settings are asked for
+    # Then they are the fixture's, read from the environment the test runs in
+    assert current() is runtime
+    assert get_settings() is runtime.settings
+    assert runtime.settings.region == os.environ["AWS_REGION"]
+
+
 def test_the_handler_entry_installs_the_runtime_it_is_given(installed: None) -> None:
     """OPS-3: a handler's entry gives the process its runtime at init (the given one, else the current)."""
     # Given a runtime of its own
