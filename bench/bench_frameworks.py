@@ -69,15 +69,12 @@ def local_api() -> Iterator[tuple[str, str]]:
 def _forget_store() -> None:
     """chat_core's cached settings and connections go with the server's store (later benches bind their
     own)."""
-    from chat_core.settings import reset_settings
-    from chat_core.store import base, items
+    from chat_core.runtime import Runtime, use
 
-    reset_settings()
-    base._bound = None
-    if hasattr(base, "_connection"):
-        base._connection = None
-    for model in (base.TableItem, items.Conversation, items.Message):
-        model._connection = None
+    # A new runtime: the models re-bind with new connections, TransactWrite gets its own.
+    previous = use(Runtime.from_env())
+    if previous is not None:
+        previous.close()
 
 
 def ours(url: str) -> tuple[Tally, Tally, int, str | None]:

@@ -76,9 +76,9 @@ def _table_bytes(client: Any) -> tuple[int, dict[tuple[str, str], int]]:
 
 def _measure(length: int, *, budgets: bool) -> dict[str, float]:
     import boto3
-    import chat_core
     from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
+    from chat_core.runtime import Runtime, use
     from moto import mock_aws
 
     from tests.support.table import create_table
@@ -88,7 +88,7 @@ def _measure(length: int, *, budgets: bool) -> dict[str, float]:
     with moto_env(TABLE_NAME=TABLE, **extra), mock_aws(), chat_service(model) as post:
         create_table(TABLE)
         _reset_pynamodb()
-        chat_core.reset()
+        use(Runtime.from_env())  # a runtime of this run's settings
         client = boto3.client("dynamodb", region_name="us-east-1")
         conversation_id = _seed(client, post, length)
         before, _ = _table_bytes(client)

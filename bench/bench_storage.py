@@ -118,16 +118,13 @@ class Side:
 
 def _reset_pynamodb() -> None:
     """Fresh settings and connections, so clients are created inside this mock and metered."""
-    from chat_core.settings import reset_settings
-    from chat_core.store import base, items
+    from chat_core.runtime import Runtime, use
 
     install()
-    reset_settings()
-    base._bound = None
-    if hasattr(base, "_connection"):
-        base._connection = None  # TransactWrite's cached connection
-    for model in (base.TableItem, items.Conversation, items.Message):
-        model._connection = None
+    # A new runtime: the models re-bind with new connections, TransactWrite gets its own.
+    previous = use(Runtime.from_env())
+    if previous is not None:
+        previous.close()
 
 
 def _read(read_window: Callable[[], Any], count: Callable[[Any], int]) -> ReadRun:
@@ -254,11 +251,11 @@ class FixedReplyModel:
 @contextlib.contextmanager
 def chat_service(model: FixedReplyModel) -> Iterator[Any]:
     """`post_message` with `model` answering and its logs/metrics kept off stdout."""
-    import chat_core
     from chat_core.chat import post
     from chat_core.observability import logger, metrics
+    from chat_core.runtime import Runtime, use
 
-    chat_core.reset()
+    use(Runtime.from_env())  # a runtime of this run's settings
     logger.setLevel("ERROR")
     with (
         warnings.catch_warnings(),

@@ -71,9 +71,9 @@ def _in_process(base_url: str) -> tuple[list[float], list[float]]:
     import io
     import warnings
 
-    import chat_core
     from chat_core.http.openai import ChatCompletionIn, chat_completion
     from chat_core.observability import logger, metrics
+    from chat_core.runtime import Runtime, use
     from moto import mock_aws
     from moto.core.botocore_stubber import BotocoreStubber
 
@@ -105,7 +105,7 @@ def _in_process(base_url: str) -> tuple[list[float], list[float]]:
         contextlib.redirect_stdout(io.StringIO()),
     ):
         warnings.filterwarnings("ignore")
-        chat_core.reset()
+        use(Runtime.from_env())  # a runtime of this run's settings
         logger.setLevel("ERROR")
         create_table(TABLE)
         _reset_pynamodb()

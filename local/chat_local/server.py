@@ -26,6 +26,7 @@ from chat_core.errors import Unauthorized
 from chat_core.http.jwt import JwtVerifier
 from chat_core.http.openapi_doc import DocumentedRoute, build_openapi
 from chat_core.http.sink import SseResponse
+from chat_core.runtime import Runtime, use
 
 from chat_local.apigw import (
     MAX_BODY_BYTES,
@@ -137,6 +138,10 @@ class LocalApi:
         if config.jwt_issuer:
             self._verify = JwtVerifier(config.jwt_issuer, config.jwt_audience or "").verify
         self.runtimes: dict[str, FunctionRuntime] = {}
+        #: The chat_core runtime the functions share (`start` installs it, `stop` closes it and puts back
+        #: the one the process had before).
+        self.runtime: Runtime | None = None
+        self._runtime_before: Runtime | None = None
         self.import_errors: dict[str, str] = {}
         self.embedded: EmbeddedDynamoDB | None = None
         self.endpoint = ""
@@ -226,7 +231,7 @@ class LocalApi:
         for key in ("LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "LLM_API_KEY_PARAMETER"):
             if user_env.get(key):
                 os.environ[key] = user_env[key]
-        self._reset_cached_settings()
+        self._install_runtime()
 
         client = dynamodb_client(self.endpoint, cfg.region)
         status = ensure_table(client, table)
@@ -272,12 +277,16 @@ class LocalApi:
             self.sweeper.start()
         return self
 
-    @staticmethod
-    def _reset_cached_settings() -> None:
-        settings = sys.modules.get("chat_core.settings")
-        reset = getattr(settings, "reset_settings", None)
-        if callable(reset):
-            reset()
+    def _install_runtime(self) -> None:
+        """The functions' runtime, from the environment just set (the template's and the user's): every
+        function of this process shares it, as the warm containers of one function share their own."""
+        runtime = Runtime.from_env()
+        previous = use(runtime)
+        if previous is not None and previous is self.runtime:
+            previous.close()
+        else:
+            self._runtime_before = previous
+        self.runtime = runtime
 
     def _start_streams(self, stream_arn: str | None) -> None:
         assert self.template is not None
@@ -388,6 +397,10 @@ class LocalApi:
         if self.embedded is not None:
             self.embedded.stop()
             self.embedded = None
+        if self.runtime is not None:
+            use(self._runtime_before)
+            self.runtime.close()
+            self.runtime, self._runtime_before = None, None
 
     # -- requests ---------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,10 +53,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         httpd.server_close()
         api.stop()
         os.environ.clear()
-        os.environ.update(saved)
-        settings = sys.modules.get("chat_core.settings")
-        if settings is not None:
-            settings.reset_settings()  # nothing later may see this module's endpoint and table
+        os.environ.update(saved)  # `stop` put back the runtime of before: nothing later sees this endpoint
 
 
 @pytest.fixture

@@ -8,15 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import botocore.client
-import chat_core
 import pytest
-from chat_core.llm.provider import reset_provider
-from chat_core.settings import reset_settings
 from chat_local import moto_fidelity
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import drop, renew
 from tests.support.table import create_table
 
 TABLE = "chat-history-it"
@@ -34,9 +32,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    reset_settings()
-    reset_provider()
-    chat_core.reset()
+    renew()
 
 
 @pytest.fixture
@@ -48,8 +44,7 @@ def chat_service(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with mock_aws():
         create_table(TABLE)
         yield
-    reset_settings()
-    reset_provider()
+    drop()
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +56,7 @@ def _standin_server() -> Iterator[OpenAIStandin]:
 @pytest.fixture
 def standin_llm(
     chat_service: None, _standin_server: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[OpenAIStandin]:
+) -> OpenAIStandin:
     """The service with LLM_BASE_URL at a real OpenAI-compatible server on 127.0.0.1 (no retries)."""
     _standin_server.configure(mode="ok", reset=True, slow_seconds=5.0)
     _fresh(
@@ -75,8 +70,7 @@ def standin_llm(
         LLM_TIMEOUT_SECONDS="20",
         LLM_CONNECT_TIMEOUT_SECONDS="5",
     )
-    yield _standin_server
-    reset_provider()
+    return _standin_server
 
 
 @pytest.fixture

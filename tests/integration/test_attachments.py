@@ -12,16 +12,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import chat_core
 import pytest
 from chat_core.chat import retention
-from chat_core.settings import reset_settings
 from chat_core.store.blobs import conversation_prefix
 from chat_core.store.items import Message
 
 from tests.support import events
 from tests.support import functions as api
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import drop, renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -38,10 +37,9 @@ def bucket(standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch) -> Itera
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket=BUCKET)
     monkeypatch.setenv("BLOB_BUCKET", BUCKET)
-    reset_settings()
-    chat_core.reset()
+    renew()
     yield s3
-    reset_settings()
+    drop()
 
 
 def _keys(s3: Any, prefix: str = "") -> list[str]:

@@ -13,15 +13,15 @@ from decimal import Decimal
 from typing import Any
 
 import boto3
-import chat_core
 import pytest
 from chat_core.chat import budgets
 from chat_core.errors import BudgetExceeded
-from chat_core.settings import get_settings, reset_settings
+from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 
 from tests.support import functions as api
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -49,8 +49,7 @@ CANNED_MICROS = 6080
 def _env(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    reset_settings()
-    chat_core.reset()
+    renew()
 
 
 @pytest.fixture

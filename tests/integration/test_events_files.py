@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from chat_core.settings import reset_settings
 
 from tests.support.functions import invoke
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -36,7 +36,7 @@ def test_sample_event_is_answered_by_its_function(
     """STO-1: one API Gateway HTTP API v2 event per function, routed by that function."""
     # Given the sample event of the function (in a deployment whose administrators are chat-admins)
     monkeypatch.setenv("ADMIN_GROUP", "chat-admins")
-    reset_settings()
+    renew()
     event = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
     assert event["version"] == "2.0"
     # When the function is invoked with it on an empty table

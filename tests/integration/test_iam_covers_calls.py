@@ -15,10 +15,8 @@ from typing import Any
 
 import boto3
 import botocore.client
-import chat_core
 import pytest
 from chat_core.chat import retention
-from chat_core.settings import reset_settings
 from chat_core.store import blobs
 
 from functions.routes import FUNCTIONS
@@ -27,6 +25,7 @@ from tests.support import agent_api, events
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 from tests.support.stream_records import TableStream
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
@@ -188,8 +187,7 @@ def test_every_s3_action_of_the_functions_is_granted(
     lists and deletes: each function may do what it does with the blob bucket, and nothing else may."""
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="blobs-iam")
     monkeypatch.setenv("BLOB_BUCKET", "blobs-iam")
-    reset_settings()
-    chat_core.reset()
+    renew()
     s3_calls: dict[str, set[str]] = defaultdict(set)
     original = botocore.client.BaseClient._make_api_call
 
@@ -284,8 +282,7 @@ def test_every_action_of_the_dialogue_functions_is_granted(
     queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="imports-iam")["QueueUrl"]
     monkeypatch.setenv("BLOB_BUCKET", "blobs-iam")
     monkeypatch.setenv("IMPORT_QUEUE_URL", queue)
-    reset_settings()
-    chat_core.reset()
+    renew()
     s3_calls: dict[str, set[str]] = defaultdict(set)
     original = botocore.client.BaseClient._make_api_call
 

@@ -8,12 +8,11 @@ import time
 import pytest
 from chat_core.chat import turns
 from chat_core.errors import ConversationBusy
-from chat_core.llm.provider import reset_provider
-from chat_core.settings import reset_settings
 from chat_core.store import conversations as store
 
 from tests.support import functions as api
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -138,8 +137,7 @@ def test_the_same_post_sent_twice_at_once_is_in_progress_not_a_different_body(
     # Given a post with an Idempotency-Key that is still waiting for a model that answers only when
     # released (a timed wait would race the duplicate on a busy machine)
     monkeypatch.setenv("LLM_TIMEOUT_SECONDS", "20")
-    reset_settings()
-    reset_provider()
+    renew()
     conversation_id = api.post("opening").body["conversation_id"]
     standin_llm.configure(mode="slow", slow_seconds=20.0)
     answers: list[api.Answer] = []

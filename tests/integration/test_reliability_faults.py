@@ -16,8 +16,7 @@ from typing import Any
 import boto3
 import pytest
 from chat_core.llm import provider
-from chat_core.llm.provider import reset_provider
-from chat_core.settings import get_settings, reset_settings
+from chat_core.runtime import current
 from chat_core.store.sizes import MAX_ITEM_BYTES, item_bytes
 
 from tests.integration.conftest import TABLE
@@ -30,6 +29,7 @@ from tests.support import events
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -210,7 +210,7 @@ def test_when_the_fallback_fails_too_the_next_post_repairs_the_reserved_slot(
     assert [(m["role"], m["content"]) for m in stored[-1:]] == [("user", "orphaned?")]
     # When the store is back, the turn counts as abandoned and another message is posted
     monkeypatch.setenv("ABANDONED_TURN_SECONDS", "0")
-    reset_settings()
+    renew()
     after = _count(api.post("and now?", conversation_id), expected_5xx=False)
     # Then the new turn lands and the abandoned slot holds an error reply: nothing wedged, counts exact
     assert after.status == 201, after.body
@@ -243,10 +243,10 @@ def test_a_crash_during_the_model_call_keeps_the_question_and_never_wedges(
     right after leaves the (possibly still running) slot alone; once abandoned, it is closed as an error."""
     # Given a conversation whose next model call kills the process
     conversation_id = api.post("first").body["conversation_id"]
-    provider._cached_provider = (get_settings(), _DiesMidCall())  # what get_provider() hands out now
+    current().provide(provider.PROVIDER, _DiesMidCall())  # what get_provider() hands out now
     with pytest.raises(ProcessDied):
         api.post("did you get this?", conversation_id)
-    reset_provider()
+    renew()
     FIGURES.add("crash", requests=1, faults=1, messages_posted=1)
     # Then the question is stored and visible
     stored = api.detail(conversation_id).body["messages"]
@@ -260,7 +260,7 @@ def test_a_crash_during_the_model_call_keeps_the_question_and_never_wedges(
     assert roles == ["user", "assistant", "user", "user", "assistant"]
     # When the slot is older than ABANDONED_TURN_SECONDS and the next message comes
     monkeypatch.setenv("ABANDONED_TURN_SECONDS", "0")
-    reset_settings()
+    renew()
     later = api.post("third", conversation_id)
     FIGURES.response("crash", later.status)
     # Then the abandoned slot is closed as an error reply, and the counters are exact
@@ -278,8 +278,7 @@ def test_a_crash_during_the_model_call_keeps_the_question_and_never_wedges(
 def patient_provider(standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch) -> OpenAIStandin:
     """The stand-in with a 20 s per-attempt timeout: only the function's remaining time can cut a call."""
     monkeypatch.setenv("LLM_TIMEOUT_SECONDS", "20")
-    reset_settings()
-    reset_provider()
+    renew()
     return standin_llm
 
 

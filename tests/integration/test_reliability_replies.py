@@ -15,6 +15,7 @@ from chat_local import moto_fidelity
 
 from tests.reliability.faults import LOST_RESPONSE, DynamoFaults, injected
 from tests.support import functions as api
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -150,9 +151,7 @@ def test_a_post_that_cannot_get_its_turn_answers_409_in_time(
     """REL-5: a post that keeps losing to other writers answers 409 conversation_busy with Retry-After
     once TURN_WAIT_SECONDS are over, instead of hanging; nothing of it is stored."""
     monkeypatch.setenv("TURN_WAIT_SECONDS", "0.5")
-    from chat_core.settings import reset_settings
-
-    reset_settings()
+    renew()
     conversation_id = api.post("first").body["conversation_id"]
     # Every transaction after the first conflicts: the post can never write into a slot
     faults.fail("TransactWriteItems", "TransactionCanceled:TransactionConflict")

@@ -14,7 +14,6 @@ import boto3
 import botocore.client
 import pytest
 from chat_core.errors import ConversationNotExpired
-from chat_core.settings import reset_settings
 from chat_core.store import partitions
 from chat_core.store.keys import META_SK, conversation_pk
 from chat_core.store.records import SummaryRecord
@@ -22,6 +21,7 @@ from chat_core.store.summary_item import SummarySuperseded, save_summary
 
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
+from tests.support.runtime import renew
 from tests.support.stream_records import TableStream, as_ttl_removal, event, for_function
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
@@ -232,7 +232,7 @@ def test_direct_invocation_purges_only_expired_conversations(
     assert items_in("alice", live) == before
     # Given a conversation deleted with a retention of 0 days (expired at once)
     monkeypatch.setenv("RETENTION_DAYS", "0")
-    reset_settings()
+    renew()
     expired = conversation_with(2)
     assert api.delete(expired).status == 204
     left = items_in("alice", expired)

@@ -17,12 +17,12 @@ import boto3
 import httpx
 import pytest
 from chat_core.http.jwt import JwtVerifier
-from chat_core.settings import reset_settings
 
 from functions.routes import FUNCTIONS, Function
 from tests.support.functions import load
 from tests.support.jwt_issuer import Issuer, jwt_issuer
 from tests.support.lambda_context import LambdaContext
+from tests.support.runtime import drop, renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -111,9 +111,9 @@ def service(chat_service: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     monkeypatch.setenv("BLOB_BUCKET", BUCKET)
     monkeypatch.setenv("IMPORT_QUEUE_URL", queue)
     monkeypatch.setenv("ADMIN_GROUP", "chat-admins")
-    reset_settings()
+    renew()
     yield
-    reset_settings()
+    drop()
 
 
 def _upload(job: dict[str, Any]) -> None:

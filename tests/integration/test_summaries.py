@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from chat_core.chat.summaries import SUMMARY_INSTRUCTIONS
 from chat_core.errors import InvalidInput, SummaryFailed
-from chat_core.settings import reset_settings
 from chat_core.store import summary_item as summary_store
 from chat_core.store.records import SummaryRecord
 
@@ -23,6 +22,7 @@ from tests.reliability.faults import injected
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 from tests.support.stream_records import TableStream, event, for_function
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
@@ -314,7 +314,7 @@ def test_summary_input_and_length_are_capped(
     # Given tight caps and long messages
     monkeypatch.setenv("SUMMARY_INPUT_MAX_TOKENS", "500")
     monkeypatch.setenv("SUMMARY_MAX_TOKENS", "32")
-    reset_settings()
+    renew()
     filler = " ".join(f"word{i}" for i in range(90))
     for turn in range(1, 9):
         answer = api.post(f"question {turn}: {filler}", conversation.id)

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from chat_core.engine import tokens
-from chat_core.settings import reset_settings
 from chat_core.store import conversations as store
 
 from tests.support import functions as api
 from tests.support.agent_api import full_log, turn_log
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -312,7 +312,7 @@ def test_turn_ends_at_max_steps_without_asking_the_model_again(
     ends with status max_steps; the model is not called again."""
     # Given one model call per turn and a model that asked for a tool
     monkeypatch.setenv("MAX_TURN_STEPS", "1")
-    reset_settings()
+    renew()
     conversation_id, _ = _ask_for_a_tool(standin_llm)
     calls = len(standin_llm.completion_requests)
     # When the client posts the result

@@ -16,8 +16,8 @@ import pytest
 from chat_core.chat import deadlines, recording
 from chat_core.engine.turnlog import LogEvent
 from chat_core.llm import provider
-from chat_core.llm.provider import reset_provider
-from chat_core.settings import get_settings, reset_settings
+from chat_core.runtime import current
+from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 from chat_core.store.items import Message
 
@@ -25,6 +25,7 @@ from tests.reliability.faults import DynamoFaults, injected
 from tests.support import functions as api
 from tests.support.agent_api import full_log, turn_log
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -50,15 +51,15 @@ class _DiesMidCall:
 
 def _crash_during_the_model_call(conversation_id: str, content: str | None, **fields: Any) -> None:
     """TransactWrite #1 lands (question stored, reply slot reserved), then the process dies."""
-    provider._cached_provider = (get_settings(), _DiesMidCall())  # what get_provider() hands out now
+    current().provide(provider.PROVIDER, _DiesMidCall())  # what get_provider() hands out now
     with pytest.raises(ProcessDied):
         api.post(content, conversation_id, **fields)
-    reset_provider()
+    renew()
 
 
 def _abandon_after(monkeypatch: pytest.MonkeyPatch, seconds: int) -> None:
     monkeypatch.setenv("ABANDONED_TURN_SECONDS", str(seconds))
-    reset_settings()
+    renew()
 
 
 def _types_by_turn(lines: list[dict[str, Any]]) -> dict[int | None, list[str]]:

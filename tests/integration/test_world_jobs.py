@@ -14,11 +14,11 @@ import pytest
 from chat_core.dialogue import jobs, transfer, worlds
 from chat_core.dialogue.entries import add_entries, get_historical_context, get_witnessed
 from chat_core.errors import Conflict, WorldNotEmpty
-from chat_core.settings import reset_settings
 from chat_core.store import dialogues as dialogue_store
 from chat_core.store import world_io
 
 from tests.integration.test_dialogue_delete import world_keys
+from tests.support.runtime import drop, renew
 
 BUCKET = "chat-history-blobs-it"
 
@@ -30,9 +30,9 @@ def storage(chat_service: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
     queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="imports-it")["QueueUrl"]
     monkeypatch.setenv("BLOB_BUCKET", BUCKET)
     monkeypatch.setenv("IMPORT_QUEUE_URL", queue)
-    reset_settings()
+    renew()
     yield queue
-    reset_settings()
+    drop()
 
 
 def line(who: str, text: str, tick: int, **kw: object) -> dict[str, object]:

@@ -34,12 +34,11 @@ def _held_by_chat_core() -> int:
 
 def measure(posts: int, *, every: int = 100, conversations: int = 10) -> list[Sample]:
     """Post `posts` messages round-robin into `conversations` conversations; sample every `every` posts."""
-    from chat_core.llm.provider import reset_provider
-    from chat_core.settings import reset_settings
     from chat_local import moto_fidelity
     from moto import mock_aws
 
     from tests.support import functions as api
+    from tests.support.runtime import drop, renew
     from tests.support.table import create_table
 
     for name, value in {
@@ -59,8 +58,7 @@ def measure(posts: int, *, every: int = 100, conversations: int = 10) -> list[Sa
         os.environ[name] = value
     os.environ.pop("LLM_BASE_URL", None)
     os.environ.pop("DYNAMODB_ENDPOINT", None)
-    reset_settings()
-    reset_provider()
+    renew()
     moto_fidelity.install()
     samples: list[Sample] = []
     with mock_aws():
@@ -78,8 +76,7 @@ def measure(posts: int, *, every: int = 100, conversations: int = 10) -> list[Sa
             if n % every == 0:
                 samples.append(Sample(n, _held_by_chat_core()))
         tracemalloc.stop()
-    reset_settings()
-    reset_provider()
+    drop()
     return samples
 
 

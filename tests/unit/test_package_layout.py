@@ -16,9 +16,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "chat_core" / "chat_core"
 
 #: What each package may import, at run time and under `if TYPE_CHECKING:` alike (an import for types only
-#: is still an arrow). `settings`, `errors` and `observability` are shared by all and import nothing of
-#: chat_core's packages.
-SHARED = {"settings", "errors", "observability"}
+#: is still an arrow). `config`, `runtime`, `settings`, `errors` and `observability` are shared by all and
+#: import nothing of chat_core's packages: `runtime` (OPS-3) holds what the packages build, each asking it
+#: by a key with its own builder, so it needs none of them.
+SHARED = {"config", "runtime", "settings", "errors", "observability"}
 MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"engine"},
     "store": {"store", "engine"},
@@ -27,6 +28,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "dialogue": {"dialogue", "engine", "store"},
     # The edge builds the defaults it passes in (the model provider a post is given, for one).
     "http": {"http", "chat", "dialogue", "engine", "store", "llm"},
+    "config": set(),
+    "runtime": set(),
     "settings": set(),
     "errors": set(),
     "observability": set(),

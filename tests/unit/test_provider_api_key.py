@@ -11,11 +11,11 @@ import pytest
 from chat_core.errors import ProviderFailed
 from chat_core.llm.api_key import api_key_source
 from chat_core.llm.client import OpenAICompatibleProvider
-from chat_core.llm.provider import reset_provider
 from chat_core.settings import Settings
 from moto import mock_aws
 
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.runtime import drop, install
 
 KEY = "sk-from-aws-0123456789"
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "hello"}]
@@ -35,14 +35,14 @@ def standin(server: OpenAIStandin) -> OpenAIStandin:
 
 @pytest.fixture
 def aws() -> Iterator[None]:
-    reset_provider()
     with mock_aws():
         yield
-    reset_provider()
+    drop()
 
 
 def provider_for(standin: OpenAIStandin, **settings: Any) -> OpenAICompatibleProvider:
-    return OpenAICompatibleProvider(Settings(llm_base_url=standin.base_url, **settings))
+    """A provider of these settings, in a runtime of them (which caches the key) installed for the test."""
+    return OpenAICompatibleProvider(install(Settings(llm_base_url=standin.base_url, **settings)).settings)
 
 
 def test_key_from_ssm_secure_string_is_decrypted_and_sent(standin: OpenAIStandin, aws: None) -> None:

@@ -14,10 +14,10 @@ from chat_core.errors import ProviderFailed
 from chat_core.http.statuses import status_for
 from chat_core.llm.client import OpenAICompatibleProvider
 from chat_core.llm.completion import MAX_RECORDED_BODY_BYTES, ChatProvider, time_budget_from_context
-from chat_core.llm.provider import reset_provider
 from chat_core.settings import Settings
 
 from tests.support.openai_standin import OpenAIStandin, reply_text
+from tests.support.runtime import drop
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You are terse."},
@@ -35,7 +35,7 @@ def server() -> Iterator[OpenAIStandin]:
 def standin(server: OpenAIStandin) -> Iterator[OpenAIStandin]:
     server.configure(mode="ok", reset=True, retry_after=1.0, flaky_failures=2, flaky_status=500, api_key=None)
     yield server
-    reset_provider()
+    drop()
 
 
 def make_provider(standin: OpenAIStandin, **settings: Any) -> OpenAICompatibleProvider:
@@ -415,7 +415,7 @@ def test_api2_connection_refused_is_retried_then_reported(closed_port: int) -> N
     # When the model is asked
     with pytest.raises(ProviderFailed) as failed:
         provider.complete(MESSAGES, model="m", time_budget_s=10)
-    reset_provider()
+    drop()
     # Then it failed as a connection error after two attempts with the cause recorded
     error = failed.value
     assert error.kind == "connection"

@@ -10,8 +10,10 @@ from chat_core.engine import tokens
 from chat_core.llm.client import OpenAICompatibleProvider
 from chat_core.llm.completion import ChatProvider
 from chat_core.llm.offline import OFFLINE_MODEL_NAME, OFFLINE_REPLY_PREFIX, OfflineProvider
-from chat_core.llm.provider import get_provider, reset_provider
+from chat_core.llm.provider import get_provider
 from chat_core.settings import Settings
+
+from tests.support.runtime import drop, install
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are helpful."},
@@ -22,10 +24,9 @@ CONVERSATION: list[dict[str, Any]] = [
 
 
 @pytest.fixture(autouse=True)
-def fresh_provider() -> Iterator[None]:
-    reset_provider()
+def fresh_runtime() -> Iterator[None]:
     yield
-    reset_provider()
+    drop()
 
 
 def test_offline_reply_says_it_is_offline_and_shows_the_history_it_received() -> None:
@@ -98,9 +99,9 @@ def test_offline_reply_shortens_a_long_message_and_gives_its_length() -> None:
 
 
 def test_get_provider_is_offline_without_base_url_and_cached_per_process() -> None:
-    """get_provider: offline model when LLM_BASE_URL is unset; one instance per process and settings."""
-    # Given settings without a base URL
-    settings = Settings(llm_base_url=None)
+    """get_provider: offline model when LLM_BASE_URL is unset; one instance per runtime."""
+    # Given a runtime of settings without a base URL
+    settings = install(Settings(llm_base_url=None)).settings
     # When the provider is asked for twice
     first = get_provider(settings)
     second = get_provider(settings)
@@ -110,15 +111,15 @@ def test_get_provider_is_offline_without_base_url_and_cached_per_process() -> No
     assert isinstance(first, ChatProvider)
 
 
-def test_get_provider_uses_http_when_base_url_is_set_and_reset_forgets_it() -> None:
-    """get_provider: OpenAI-compatible client with LLM_BASE_URL; reset_provider builds a new one."""
-    # Given settings with a base URL
-    settings = Settings(llm_base_url="http://127.0.0.1:9/v1")
-    # When the provider is built, reset, and built again
+def test_get_provider_uses_http_when_base_url_is_set_and_a_new_runtime_builds_another() -> None:
+    """get_provider: OpenAI-compatible client with LLM_BASE_URL; a new runtime builds a new one."""
+    # Given a runtime of settings with a base URL
+    settings = install(Settings(llm_base_url="http://127.0.0.1:9/v1")).settings
+    # When the provider is built, a new runtime of the same settings installed, and it is built again
     first = get_provider(settings)
-    reset_provider()
+    install(settings)
     second = get_provider(settings)
-    # Then both are HTTP providers for that URL, and the reset gave a new instance
+    # Then both are HTTP providers for that URL, and the new runtime gave a new instance
     assert isinstance(first, OpenAICompatibleProvider)
     assert first.url == "http://127.0.0.1:9/v1/chat/completions"
     assert second is not first

@@ -14,9 +14,10 @@ import tiktoken_ext.openai_public as openai_public
 from chat_core.engine import tokens
 from chat_core.engine.tokens import encodings
 from chat_core.http.statuses import status_for
-from chat_core.settings import reset_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.support.runtime import drop, renew
 
 
 @cache
@@ -36,11 +37,11 @@ def official(name: str) -> tiktoken.Encoding:
 
 @pytest.fixture
 def default_encoding(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Settings are read once per process; re-read them around a test that changes the environment."""
-    reset_settings()
+    """Settings are read once per runtime; a new one is built around a test that changes the environment."""
+    drop()
     yield
     monkeypatch.delenv("DEFAULT_ENCODING", raising=False)
-    reset_settings()
+    drop()
 
 
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
@@ -95,7 +96,7 @@ def test_tok2_unknown_model_uses_the_configured_default(
 ) -> None:
     # Given a deployment configured with cl100k_base as its default encoding
     monkeypatch.setenv("DEFAULT_ENCODING", "cl100k_base")
-    reset_settings()
+    renew()
     # When a model nobody mapped is counted
     # Then the default applies
     assert tokens.encoding_for_model(model) == "cl100k_base"

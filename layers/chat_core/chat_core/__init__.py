@@ -10,26 +10,13 @@ Packages, and what each may import (a test checks it):
   `store` and (the post and the summarizer only) `llm`.
 - `http`: the edge shared by every handler (resolver, identity, request and response models, error
   codes to statuses); imports the domains.
-- `settings`, `errors`, `observability`: shared by all.
+- `settings`, `config`, `runtime`, `errors`, `observability`: shared by all. `config` reads the
+  environment into `Settings`; `runtime` holds the one `Runtime` of the process (its settings and every
+  client, cache and wrapper built from them, each on first use); `settings.get_settings()` is that
+  runtime's settings. No other module keeps mutable process state: a test or the local server builds a
+  runtime from the settings it wants and installs it (`runtime.use`).
 """
 
 from __future__ import annotations
 
-import sys
-
 __version__ = "0.1.0"
-
-
-def reset() -> None:
-    """Forget every process-wide cache of the loaded chat_core modules (settings, the table binding and
-    connection, the idempotent post's wiring, the model provider and its HTTP client).
-
-    Each module that keeps process state defines `reset_process_state()`; only loaded modules are
-    touched, so resetting never imports anything. For tests and the local server, which change
-    settings within one process.
-    """
-    for name, module in list(sys.modules.items()):
-        if name.startswith("chat_core.") and module is not None:
-            forget = getattr(module, "reset_process_state", None)
-            if callable(forget):
-                forget()

@@ -1,4 +1,5 @@
-"""Logger, Tracer and Metrics of the service, created once per process from the settings."""
+"""Logger, Tracer and Metrics of the service, created once per process from the settings; the entry every
+function's handler carries, which gives the process its runtime at init."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from chat_core.settings import get_settings
+from chat_core.runtime import Runtime, current, use
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -144,11 +145,19 @@ class Resolver(Protocol):
 
 
 def entry(
-    *, correlation_id_path: str | None = None, clear_state: bool = False
+    *, correlation_id_path: str | None = None, clear_state: bool = False, runtime: Runtime | None = None
 ) -> Callable[[Handler], Handler]:
     """The decorators every function's entry carries, written once: the Lambda context and the correlation
     id in every log line (`correlation_id_path`; `clear_state` for workers whose keys must not leak from
-    one batch to the next), the traced handler, and the metrics flushed at the end of each invocation."""
+    one batch to the next), the traced handler, and the metrics flushed at the end of each invocation.
+
+    At init it also gives the process its runtime, so no handler repeats it: `runtime` when given (it is
+    installed), else the current one (built from the environment the first time: settings only, every
+    client is opened by the first invocation that needs it)."""
+    if runtime is not None:
+        use(runtime)
+    else:
+        current()
 
     def decorate(handler: Handler) -> Handler:
         measured = metrics.log_metrics(handler)
@@ -161,18 +170,19 @@ def entry(
     return decorate
 
 
-def http_entry(app: Resolver) -> Handler:
+def http_entry(app: Resolver, runtime: Runtime | None = None) -> Handler:
     """The whole entry of an HTTP API function: `lambda_handler = http_entry(app)` resolves each event on
-    `app`, with the request id of API Gateway (HTTP API, payload 2.0) as the correlation id."""
+    `app`, with the request id of API Gateway (HTTP API, payload 2.0) as the correlation id; the runtime
+    is `entry`'s (`runtime`, else the process's current one)."""
 
-    @entry(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    @entry(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, runtime=runtime)
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return app.resolve(event, context)
 
     return lambda_handler
 
 
-_settings = get_settings()
+_settings = current().settings
 
 logger = Logger(service=_settings.service_name)
 tracer = LazyTracer(service=_settings.service_name)

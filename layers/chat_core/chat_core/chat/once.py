@@ -9,7 +9,7 @@ expire like the post's.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -19,20 +19,24 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from chat_core.errors import IdempotencyKeyReused, RequestInProgress, StoreUnavailable
-from chat_core.settings import Settings, get_settings
+from chat_core.runtime import current
+from chat_core.settings import Settings
 from chat_core.store import idempotency as idempotency_store
 
 #: A run returns (the answer, the record a retry rebuilds it from).
 Run = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
 Replay = Callable[[Mapping[str, Any]], dict[str, Any]]
 
-_built: dict[str, tuple[Settings, Callable[..., dict[str, Any]]]] = {}
+#: The runtime's idempotent wrapper of each operation: `(ONCE, name)`.
+ONCE: Final = "chat.once"
 
 
-def _wrapped(name: str, settings: Settings) -> Callable[..., dict[str, Any]]:
-    held = _built.get(name)
-    if held is not None and held[0] == settings:
-        return held[1]
+def _wrapped(name: str) -> Callable[..., dict[str, Any]]:
+    return current().resource((ONCE, name), lambda settings: _build(name, settings))
+
+
+def _build(name: str, settings: Settings) -> Callable[..., dict[str, Any]]:
+    """`execute` wrapped in Powertools Idempotency on the service's table, under `name`."""
     config = IdempotencyConfig(
         event_key_jmespath="[owner, key]",
         payload_validation_jmespath="body",
@@ -52,7 +56,6 @@ def _wrapped(name: str, settings: Settings) -> Callable[..., dict[str, Any]]:
         config=config,
         key_prefix=name,
     )
-    _built[name] = (settings, wrapped)
     return wrapped
 
 
@@ -65,7 +68,7 @@ def once(
     sink: list[dict[str, Any]] = []
     payload = {"owner": owner, "key": key, "body": dict(body)}
     try:
-        record = _wrapped(name, get_settings())(request=payload, run=run, sink=sink)
+        record = _wrapped(name)(request=payload, run=run, sink=sink)
     except IdempotencyValidationError as exc:
         raise IdempotencyKeyReused(
             "this Idempotency-Key was already used with a different request body; use a new key"
@@ -77,7 +80,3 @@ def once(
     except IdempotencyPersistenceLayerError as exc:
         raise StoreUnavailable("the idempotency record could not be read or written; retry") from exc
     return sink[0] if sink else replay(record)
-
-
-def reset_process_state() -> None:
-    _built.clear()

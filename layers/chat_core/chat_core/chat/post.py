@@ -32,6 +32,7 @@ from chat_core.errors import (
 from chat_core.llm.completion import ChatProvider, ChunkSink
 from chat_core.llm.provider import get_provider
 from chat_core.observability import MetricUnit, logger, metrics, tracer
+from chat_core.runtime import for_settings
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import idempotency as idempotency_store
@@ -151,15 +152,13 @@ def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
     )
 
 
-_idempotent: tuple[Settings, IdempotencyConfig, Callable[..., dict[str, Any]]] | None = None
+#: The runtime's idempotent post (`_idempotent_post`).
+IDEMPOTENT_POST = "chat.post.idempotent"
 
 
 def _idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
-    """The idempotent post of this process's settings (built once; rebuilt when settings change)."""
-    global _idempotent
-    if _idempotent is None or _idempotent[0] != settings:
-        _idempotent = (settings, *_build_idempotent_post(settings))
-    return _idempotent[1], _idempotent[2]
+    """The idempotent post of the runtime's settings (built once per runtime)."""
+    return for_settings(settings).resource(IDEMPOTENT_POST, _build_idempotent_post)
 
 
 def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
@@ -333,9 +332,3 @@ def _post_body(turn: Turn, assistant: Message | None) -> dict[str, Any]:
         assistant,
         view=lambda m: paths.with_parent(message_view(m), m, parents),
     )
-
-
-def reset_process_state() -> None:
-    """`chat_core.reset()`: the idempotent post is rebuilt on next use."""
-    global _idempotent
-    _idempotent = None

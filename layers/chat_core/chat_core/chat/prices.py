@@ -12,23 +12,25 @@ logged as an error and left out (the other prices stay in effect): a pricing typ
 from __future__ import annotations
 
 import json
-import threading
-from typing import Any
+from typing import Any, Final
 
 from chat_core.engine import costs
 from chat_core.engine.costs import Charge, Price, TokenUse
 from chat_core.errors import InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.runtime import current, for_settings
 from chat_core.settings import Settings, get_settings
 from chat_core.store.items import Message
 
-_lock = threading.Lock()
-_ssm: dict[str, Any] = {}
-_parsed: dict[tuple[str, str], dict[str, Price]] = {}
+#: The runtime's SSM provider of the price parameter (it caches the value for PRICES_CACHE_SECONDS).
+PRICES_SSM: Final = "chat.prices.ssm"
+#: The runtime's parsed overrides, by (source, text): each text is parsed (and a bad one logged) once.
+PARSED_OVERRIDES: Final = "chat.prices.parsed"
 
 
 def _overrides(text: str, source: str) -> dict[str, Price]:
-    cached = _parsed.get((source, text))
+    parsed: dict[tuple[str, str], dict[str, Price]] = current().resource(PARSED_OVERRIDES, lambda _: {})
+    cached = parsed.get((source, text))
     if cached is not None:
         return cached
     try:
@@ -38,7 +40,7 @@ def _overrides(text: str, source: str) -> dict[str, Price]:
         logger.error("price override ignored", source=source, error=message)
         metrics.add_metric(name="PriceOverrideErrors", unit=MetricUnit.Count, value=1)
         table = {}
-    _parsed[(source, text)] = table
+    parsed[(source, text)] = table
     return table
 
 
@@ -46,14 +48,9 @@ def _parameter_text(settings: Settings) -> str:
     name = settings.prices_parameter
     if not name:
         return ""
-    from aws_lambda_powertools.utilities.parameters import GetParameterError, SSMProvider
-    from botocore.config import Config
+    from aws_lambda_powertools.utilities.parameters import GetParameterError
 
-    with _lock:
-        provider = _ssm.get(settings.region)
-        if provider is None:
-            config = Config(region_name=settings.region, connect_timeout=2, read_timeout=3)
-            provider = _ssm[settings.region] = SSMProvider(boto_config=config)
+    provider = for_settings(settings).resource(PRICES_SSM, _new_ssm)
     try:
         value = provider.get(name, max_age=settings.prices_cache_seconds)
     except GetParameterError as exc:
@@ -61,6 +58,13 @@ def _parameter_text(settings: Settings) -> str:
         metrics.add_metric(name="PriceOverrideErrors", unit=MetricUnit.Count, value=1)
         return ""
     return value if isinstance(value, str) else ""
+
+
+def _new_ssm(settings: Settings) -> Any:
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+    from botocore.config import Config
+
+    return SSMProvider(boto_config=Config(region_name=settings.region, connect_timeout=2, read_timeout=3))
 
 
 def price_table(settings: Settings | None = None) -> dict[str, Price]:
@@ -113,10 +117,3 @@ def charge_of(message: Message) -> Charge:
     use = _use_of(message, message.cost_status == costs.ESTIMATED)
     cost = None if message.cost_micros is None else int(message.cost_micros)
     return Charge(str(message.model or ""), use, cost, str(message.cost_status or costs.UNKNOWN))
-
-
-def reset_process_state() -> None:
-    """`chat_core.reset()`: the SSM provider (and its cache) is built again on next use."""
-    with _lock:
-        _ssm.clear()
-        _parsed.clear()

@@ -1,20 +1,20 @@
-"""The model API key: from the environment, SSM Parameter Store or Secrets Manager, cached per process."""
+"""The model API key: from the environment, SSM Parameter Store or Secrets Manager, cached by the runtime."""
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 from typing import Any, Final, Literal
 
 from chat_core.errors import ChatError
 from chat_core.llm.parsing import describe
+from chat_core.runtime import for_settings
 from chat_core.settings import Settings
 
 # -- API key from the environment, SSM Parameter Store or Secrets Manager ------------------------------
 
-_key_lock = threading.Lock()
-_key_stores: dict[tuple[str, str], Any] = {}
+#: The runtime's parameter stores, one per (service, region): `(KEY_STORE, service, region)`.
+KEY_STORE: Final = "llm.api_key.store"
 _SECRET_JSON_KEYS: Final = ("api_key", "apiKey", "LLM_API_KEY", "key", "token")
 _ARN_REGION: Final = re.compile(r"^arn:aws[a-z-]*:(?:secretsmanager|ssm):([a-z0-9-]+):")
 
@@ -43,8 +43,11 @@ def resolve_api_key(settings: Settings) -> str | None:
     reference = settings.llm_api_key_parameter
     if not reference:
         return settings.llm_api_key
-    service, name, region = api_key_source(reference)
-    store = _key_store(service, region or settings.region)
+    service, name, arn_region = api_key_source(reference)
+    region = arn_region or settings.region
+    store = for_settings(settings).resource(
+        (KEY_STORE, service, region), lambda _: _key_store(service, region)
+    )
     # Imported here: only deployments that keep the key in AWS pay for the import.
     from aws_lambda_powertools.utilities.parameters import GetParameterError, TransformParameterError
 
@@ -64,21 +67,13 @@ def resolve_api_key(settings: Settings) -> str | None:
 
 
 def _key_store(service: str, region: str) -> Any:
+    """A Powertools parameter store (it caches what it reads for `max_age`)."""
     from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
     from botocore.config import Config
 
-    with _key_lock:
-        store = _key_stores.get((service, region))
-        if store is None:
-            # Short timeouts: the key fetch shares the caller's time budget with the model call.
-            config = Config(
-                region_name=region, connect_timeout=2, read_timeout=3, retries={"max_attempts": 2}
-            )
-            store = (
-                SSMProvider(boto_config=config) if service == "ssm" else SecretsProvider(boto_config=config)
-            )
-            _key_stores[(service, region)] = store
-        return store
+    # Short timeouts: the key fetch shares the caller's time budget with the model call.
+    config = Config(region_name=region, connect_timeout=2, read_timeout=3, retries={"max_attempts": 2})
+    return SSMProvider(boto_config=config) if service == "ssm" else SecretsProvider(boto_config=config)
 
 
 def _key_from_value(value: Any) -> str | None:
@@ -101,9 +96,3 @@ def _key_from_value(value: Any) -> str | None:
             strings = [str(v) for v in data.values() if isinstance(v, str)]
             return strings[0].strip() if len(strings) == 1 else None
     return text
-
-
-def forget_keys() -> None:
-    """Drop the cached key stores; the next key is read again."""
-    with _key_lock:
-        _key_stores.clear()

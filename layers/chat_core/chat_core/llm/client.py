@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -36,6 +35,7 @@ from chat_core.llm.parsing import (
     retry_after,
 )
 from chat_core.llm.streaming import StreamAccumulator, StreamStopped, read_events
+from chat_core.runtime import current
 from chat_core.settings import Settings, get_settings
 
 _MAX_RECORDED_HEADER_CHARS: Final = 512
@@ -93,21 +93,22 @@ class _AttemptFailed(Exception):
         self.retry_after_s = retry_after_s
 
 
-_client_lock = threading.Lock()
-_shared_client: httpx.Client | None = None
+#: The runtime's pooled HTTP client (`_http_client`).
+HTTP_POOL: Final = "llm.client.http_pool"
+
+
+def new_http_client(settings: Settings) -> httpx.Client:
+    """A pooled HTTP client for the provider (its timeouts are set per request)."""
+    return httpx.Client(
+        follow_redirects=False,
+        limits=httpx.Limits(max_connections=20, max_keepalive_connections=10, keepalive_expiry=60),
+        headers={"User-Agent": f"chat-history-service/{__version__}"},
+    )
 
 
 def _http_client() -> httpx.Client:
-    """One pooled client per process, so warm invocations reuse open connections to the provider."""
-    global _shared_client
-    with _client_lock:
-        if _shared_client is None or _shared_client.is_closed:
-            _shared_client = httpx.Client(
-                follow_redirects=False,
-                limits=httpx.Limits(max_connections=20, max_keepalive_connections=10, keepalive_expiry=60),
-                headers={"User-Agent": f"chat-history-service/{__version__}"},
-            )
-        return _shared_client
+    """The runtime's pooled client, so warm invocations reuse open connections to the provider."""
+    return current().resource(HTTP_POOL, new_http_client, close=httpx.Client.close)
 
 
 class OpenAICompatibleProvider:
@@ -536,12 +537,3 @@ def provider_response_record(
     except ValueError:
         record["body"] = text
     return record
-
-
-def close_shared_client() -> None:
-    """Close the pooled HTTP client; the next model call opens a new one."""
-    global _shared_client
-    with _client_lock:
-        if _shared_client is not None:
-            _shared_client.close()
-        _shared_client = None

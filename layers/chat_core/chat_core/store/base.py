@@ -15,6 +15,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from chat_core.errors import StoreUnavailable
+from chat_core.runtime import for_settings
 from chat_core.settings import Settings, get_settings
 
 
@@ -91,16 +92,18 @@ class TableItem(Model):
     gsi1 = Gsi1()
 
 
-_bound: Settings | None = None
-
-
 def bind(settings: Settings | None = None) -> Settings:
-    """Point the models at the configured table (idempotent; re-binds when settings change)."""
-    global _bound
+    """Point the models at the configured table (idempotent; re-binds when the settings change).
+
+    PynamoDB keeps a model's table on its class (`Meta`), so the binding is the classes' own state: it
+    records the settings object it was made for, and follows whichever runtime is current (a test or the
+    local server installing another runtime re-binds on the next store call, with fresh connections).
+    """
     settings = settings or get_settings()
-    if _bound == settings:
-        return settings
     meta: Any = TableItem.Meta
+    bound: object = getattr(meta, "bound_settings", None)
+    if bound is settings:
+        return settings
     meta.table_name = settings.table_name
     meta.region = settings.region
     meta.host = settings.dynamodb_endpoint
@@ -114,32 +117,32 @@ def bind(settings: Settings | None = None) -> Settings:
         model = pending.pop()
         model._connection = None
         pending.extend(model.__subclasses__())
-    _bound = settings
+    meta.bound_settings = settings
     return settings
 
 
-_connection: tuple[Settings, Connection] | None = None
+#: The runtime's low-level DynamoDB connection (`connection()`).
+CONNECTION: Final = "store.base.connection"
+
+
+def new_connection(settings: Settings) -> Connection:
+    """A low-level connection with the table's region, endpoint, retries and timeouts."""
+    return Connection(
+        region=settings.region,
+        host=settings.dynamodb_endpoint,
+        max_retry_attempts=settings.dynamodb_max_attempts - 1,
+        connect_timeout_seconds=settings.dynamodb_connect_timeout_seconds,
+        read_timeout_seconds=settings.dynamodb_read_timeout_seconds,
+    )
 
 
 def connection(settings: Settings | None = None) -> Connection:
-    """The low-level connection for TransactWrite, built once per settings like the models' own.
+    """The low-level connection for TransactWrite: the runtime's, built once like the models' own.
 
     Reused so a post's two transactions do not each build a botocore client (tens of milliseconds).
     """
-    global _connection
     settings = bind(settings)
-    if _connection is None or _connection[0] != settings:
-        _connection = (
-            settings,
-            Connection(
-                region=settings.region,
-                host=settings.dynamodb_endpoint,
-                max_retry_attempts=settings.dynamodb_max_attempts - 1,
-                connect_timeout_seconds=settings.dynamodb_connect_timeout_seconds,
-                read_timeout_seconds=settings.dynamodb_read_timeout_seconds,
-            ),
-        )
-    return _connection[1]
+    return for_settings(settings).resource(CONNECTION, new_connection)
 
 
 # DynamoDB error codes that mean "try again later", not "your request is wrong": what is left of them
@@ -209,10 +212,3 @@ def store_error(exc: Exception, message: str = "the database is busy; retry the 
     if cause is None:
         return exc
     return StoreUnavailable(message, cause=cause)
-
-
-def reset_process_state() -> None:
-    """`chat_core.reset()`: the models re-bind and the connection is rebuilt on next use."""
-    global _bound, _connection
-    _bound = None
-    _connection = None

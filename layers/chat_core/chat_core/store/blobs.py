@@ -9,7 +9,6 @@ conversation's items. The owner is hashed so user ids never appear in object key
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any, Final
 
 import botocore.session
@@ -18,34 +17,40 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from chat_core.errors import StoreUnavailable
 from chat_core.observability import logger
+from chat_core.runtime import for_settings
 from chat_core.settings import Settings, get_settings
 
 #: DeleteObjects takes at most 1,000 keys; ListObjectsV2 returns at most 1,000 per page.
 DELETE_BATCH: Final = 1000
 
-_lock = threading.Lock()
-_client: tuple[Settings, Any] | None = None
+#: The runtime's S3 client (`_s3`).
+S3_CLIENT: Final = "store.blobs.s3"
 
 
 class BlobMissing(StoreUnavailable):
     """An object a stored message refers to is not in the bucket (deleted by hand, or another bucket)."""
 
 
+def new_s3_client(settings: Settings) -> Any:
+    """An S3 client with the store's retries and timeouts (botocore clients are thread-safe)."""
+    config = Config(
+        retries={"mode": "standard", "max_attempts": settings.dynamodb_max_attempts},
+        connect_timeout=settings.dynamodb_connect_timeout_seconds,
+        read_timeout=settings.dynamodb_read_timeout_seconds,
+        signature_version="s3v4",
+    )
+    # botocore, not boto3: the read handlers that sign URLs stay as light as before.
+    session = botocore.session.get_session()
+    return session.create_client("s3", region_name=settings.region, config=config)
+
+
 def _s3(settings: Settings) -> Any:
-    """The process's S3 client for these settings (created once; botocore clients are thread-safe)."""
-    global _client
-    with _lock:
-        if _client is None or _client[0] != settings:
-            config = Config(
-                retries={"mode": "standard", "max_attempts": settings.dynamodb_max_attempts},
-                connect_timeout=settings.dynamodb_connect_timeout_seconds,
-                read_timeout=settings.dynamodb_read_timeout_seconds,
-                signature_version="s3v4",
-            )
-            # botocore, not boto3: the read handlers that sign URLs stay as light as before.
-            session = botocore.session.get_session()
-            _client = (settings, session.create_client("s3", region_name=settings.region, config=config))
-        return _client[1]
+    """The runtime's S3 client for these settings (built once, closed with the runtime)."""
+    return for_settings(settings).resource(S3_CLIENT, new_s3_client, close=_close_client)
+
+
+def _close_client(client: Any) -> None:
+    client.close()
 
 
 def _bucket(settings: Settings) -> str:
@@ -183,10 +188,3 @@ def open_object(key: str, settings: Settings | None = None) -> Any:
 def delete_world(owner: str, world_id: str, settings: Settings | None = None) -> int:
     """DLG-4/6: delete a purged world's export and import files."""
     return _delete_prefix(world_prefix(owner, world_id), settings or get_settings())
-
-
-def reset_process_state() -> None:
-    """`chat_core.reset()`: the S3 client is created again on next use."""
-    global _client
-    with _lock:
-        _client = None

@@ -11,19 +11,19 @@ once, which is harmless: every write of an import is idempotent, and progress on
 from __future__ import annotations
 
 import json
-import threading
-from typing import Any
+from typing import Any, Final
 
 import botocore.session
 from pynamodb.exceptions import DoesNotExist, PynamoDBException
 
 from chat_core.errors import StoreUnavailable
+from chat_core.runtime import for_settings
 from chat_core.settings import Settings, get_settings
 from chat_core.store.base import TableItem, bind, store_error
 from chat_core.store.items import ImportJobItem, WorldDialogueItem
 
-_lock = threading.Lock()
-_sqs: tuple[Settings, Any] | None = None
+#: The runtime's SQS client (`enqueue`).
+SQS_CLIENT: Final = "store.import_jobs.sqs"
 
 
 def new_job(owner: str, world_id: str, job: dict[str, Any]) -> None:
@@ -78,19 +78,17 @@ def enqueue(message: dict[str, Any], settings: Settings | None = None) -> None:
     settings = settings or get_settings()
     if not settings.import_queue_url:
         raise StoreUnavailable("no import queue is configured (IMPORT_QUEUE_URL)")
-    global _sqs
-    with _lock:
-        if _sqs is None or _sqs[0] != settings:
-            session = botocore.session.get_session()
-            _sqs = (settings, session.create_client("sqs", region_name=settings.region))
-        client: Any = _sqs[1]
+    client: Any = for_settings(settings).resource(SQS_CLIENT, new_sqs_client, close=_close_client)
     try:
         client.send_message(QueueUrl=settings.import_queue_url, MessageBody=json.dumps(message))
     except Exception as exc:
         raise StoreUnavailable(f"the import could not be queued: {exc}") from exc
 
 
-def reset_process_state() -> None:
-    """`chat_core.reset()`: the SQS client is created again on next use."""
-    global _sqs
-    _sqs = None
+def new_sqs_client(settings: Settings) -> Any:
+    """An SQS client in the settings' region."""
+    return botocore.session.get_session().create_client("sqs", region_name=settings.region)
+
+
+def _close_client(client: Any) -> None:
+    client.close()

@@ -1,0 +1,187 @@
+"""The one place chat_core reads the environment: every setting, typed.
+
+`read_settings()` reads it each time it is called; a process reads it once, when its runtime is built
+(`chat_core.runtime`), and every module asks `chat_core.settings.get_settings()` for that runtime's settings.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from exc
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from exc
+
+
+def _usd_micros(name: str) -> int:
+    """A dollar amount ("5", "0.25") as integer micro-dollars; empty or 0: no limit."""
+    value = _float(name, 0.0)
+    if value < 0:
+        raise ValueError(f"environment variable {name} must be zero or more dollars, got {value}")
+    return round(value * 1_000_000)
+
+
+def _str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip() or default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of one runtime: `read_settings()` reads them from the environment; tests may build
+    their own (`Settings(table_name=...)`) and a runtime from them (`Runtime.from_settings`)."""
+
+    # storage
+    table_name: str = "chat-history"
+    region: str = "us-east-1"
+    dynamodb_endpoint: str | None = None
+    retention_days: int = 30
+    #: API-17: the S3 bucket for large content parts (BLOB_BUCKET; none: parts stay inline, 256 KiB at most)
+    blob_bucket: str | None = None
+    blob_inline_bytes: int = 16_384
+    blob_url_seconds: int = 900
+    #: DLG-6: the queue world import jobs run from (IMPORT_QUEUE_URL)
+    import_queue_url: str | None = None
+    # model provider
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_api_key_parameter: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    #: Further models GET /v1/models lists (LLM_MODELS, comma-separated); any model name may be posted.
+    llm_models: tuple[str, ...] = ()
+    llm_timeout_seconds: float = 30.0
+    llm_max_retries: int = 2
+    llm_connect_timeout_seconds: float = 3.0
+    llm_max_response_bytes: int = 1_048_576
+    llm_api_key_cache_seconds: int = 300
+    # tokens and window
+    default_encoding: str = "o200k_base"
+    max_content_chars: int = 5000
+    # HTTP service (STO-1)
+    cursor_secret: str = ""
+    idempotency_ttl_seconds: int = 3600
+    post_attempts: int = 16  # TransactWrite #1 attempts when posts race (jittered backoff between)
+    turn_wait_seconds: float = 10.0  # how long a post waits for its turn at a busy conversation
+    # summaries (seed 001) and retention purge (AGT-1)
+    summary_enabled: bool = True
+    summary_margin_messages: int = 4
+    summary_input_max_tokens: int = 6000
+    summary_max_tokens: int = 400
+    summary_max_steps: int = 4
+    summary_model: str | None = None
+    # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
+    max_turn_steps: int = 100
+    # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
+    # or the SSM parameter PRICES_PARAMETER, read again after prices_cache_seconds), the JWT group or
+    # scope of administrators (ADMIN_GROUP; empty: nobody), default budgets per user (0: no limit)
+    prices: str = ""
+    prices_parameter: str | None = None
+    prices_cache_seconds: int = 300
+    admin_group: str = ""
+    budget_daily_tokens: int = 0
+    budget_daily_micros: int = 0
+    budget_monthly_tokens: int = 0
+    budget_monthly_micros: int = 0
+    budgets_enabled: bool = False
+    # reliability (REL): DynamoDB retries (botocore "standard" mode: jittered exponential backoff,
+    # 25 ms base for transient errors, 1 s for throttling) and timeouts; what clients are told to wait;
+    # when a reserved reply slot counts as abandoned; request and reply size caps
+    dynamodb_max_attempts: int = 4
+    dynamodb_connect_timeout_seconds: float = 2.0
+    dynamodb_read_timeout_seconds: float = 10.0
+    retry_after_seconds: int = 1
+    abandoned_turn_seconds: int = 120
+    max_request_body_bytes: int = 262_144
+    max_reply_bytes: int = 262_144
+    service_name: str = "chat-history"
+    metrics_namespace: str = "ChatHistory"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def budgets_on(self) -> bool:
+        """COST-4: whether posts check the caller's budget (one read): a default limit is set, or
+        BUDGETS_ENABLED says so (per-user limits only)."""
+        return self.budgets_enabled or any(
+            (
+                self.budget_daily_tokens,
+                self.budget_daily_micros,
+                self.budget_monthly_tokens,
+                self.budget_monthly_micros,
+            )
+        )
+
+    @property
+    def offline_model(self) -> bool:
+        """True when no provider is configured and the built-in offline model answers."""
+        return not self.llm_base_url
+
+
+def read_settings() -> Settings:
+    """The settings the environment holds now (a runtime reads them once: Lambda init, local server start)."""
+    return Settings(
+        table_name=_str("TABLE_NAME", "chat-history"),
+        region=_str("AWS_REGION", _str("AWS_DEFAULT_REGION", "us-east-1")),
+        dynamodb_endpoint=_str("DYNAMODB_ENDPOINT") or None,
+        retention_days=_int("RETENTION_DAYS", 30),
+        blob_bucket=_str("BLOB_BUCKET") or None,
+        blob_inline_bytes=max(1024, _int("BLOB_INLINE_BYTES", 16_384)),
+        blob_url_seconds=min(max(60, _int("BLOB_URL_SECONDS", 900)), 604_800),
+        import_queue_url=_str("IMPORT_QUEUE_URL") or None,
+        llm_base_url=_str("LLM_BASE_URL").rstrip("/") or None,
+        llm_api_key=_str("LLM_API_KEY") or None,
+        llm_api_key_parameter=_str("LLM_API_KEY_PARAMETER") or None,
+        llm_model=_str("LLM_MODEL", "gpt-4o-mini"),
+        llm_models=tuple(name.strip() for name in _str("LLM_MODELS").split(",") if name.strip()),
+        llm_timeout_seconds=_float("LLM_TIMEOUT_SECONDS", 30.0),
+        llm_max_retries=_int("LLM_MAX_RETRIES", 2),
+        llm_connect_timeout_seconds=_float("LLM_CONNECT_TIMEOUT_SECONDS", 3.0),
+        llm_max_response_bytes=_int("LLM_MAX_RESPONSE_BYTES", 1_048_576),
+        llm_api_key_cache_seconds=_int("LLM_API_KEY_CACHE_SECONDS", 300),
+        default_encoding=_str("DEFAULT_ENCODING", "o200k_base"),
+        max_content_chars=_int("MAX_CONTENT_CHARS", 5000),
+        cursor_secret=_str("CURSOR_SECRET"),
+        idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),
+        post_attempts=_int("POST_ATTEMPTS", 16),
+        turn_wait_seconds=max(0.5, _float("TURN_WAIT_SECONDS", 10.0)),
+        summary_enabled=_str("SUMMARY_ENABLED", "true").lower() not in ("0", "false", "no", "off"),
+        summary_margin_messages=max(1, _int("SUMMARY_MARGIN_MESSAGES", 4)),
+        summary_input_max_tokens=max(500, _int("SUMMARY_INPUT_MAX_TOKENS", 6000)),
+        summary_max_tokens=max(32, _int("SUMMARY_MAX_TOKENS", 400)),
+        summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
+        summary_model=_str("SUMMARY_MODEL") or None,
+        max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
+        prices=_str("PRICES"),
+        prices_parameter=_str("PRICES_PARAMETER") or None,
+        prices_cache_seconds=max(0, _int("PRICES_CACHE_SECONDS", 300)),
+        admin_group=_str("ADMIN_GROUP"),
+        budget_daily_tokens=max(0, _int("BUDGET_DAILY_TOKENS", 0)),
+        budget_daily_micros=_usd_micros("BUDGET_DAILY_USD"),
+        budget_monthly_tokens=max(0, _int("BUDGET_MONTHLY_TOKENS", 0)),
+        budget_monthly_micros=_usd_micros("BUDGET_MONTHLY_USD"),
+        budgets_enabled=_str("BUDGETS_ENABLED", "false").lower() in ("1", "true", "yes", "on"),
+        dynamodb_max_attempts=max(1, _int("DYNAMODB_MAX_ATTEMPTS", 4)),
+        dynamodb_connect_timeout_seconds=_float("DYNAMODB_CONNECT_TIMEOUT_SECONDS", 2.0),
+        dynamodb_read_timeout_seconds=_float("DYNAMODB_READ_TIMEOUT_SECONDS", 10.0),
+        retry_after_seconds=max(1, _int("RETRY_AFTER_SECONDS", 1)),
+        abandoned_turn_seconds=max(0, _int("ABANDONED_TURN_SECONDS", 120)),
+        max_request_body_bytes=max(1024, _int("MAX_REQUEST_BODY_BYTES", 262_144)),
+        max_reply_bytes=max(1024, min(_int("MAX_REPLY_BYTES", 262_144), 327_680)),
+        service_name=_str("POWERTOOLS_SERVICE_NAME", "chat-history"),
+        metrics_namespace=_str("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory"),
+    )
