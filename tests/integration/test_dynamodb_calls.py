@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
+import botocore.session
 import pytest
 
 from tests.support import functions as api
+from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -66,3 +69,29 @@ def test_idempotent_post_adds_only_its_record_calls(chat_service: None, dynamo_c
     assert api.post("keyed", conversation_id, idempotency_key="flat-1").status == 201
     # Then the turn's calls are unchanged plus the idempotency record's PutItem and UpdateItem
     assert dynamo_calls == Counter({"Query": 1, "TransactWriteItems": 2, "PutItem": 1, "UpdateItem": 1})
+
+
+def test_a_process_opens_one_dynamodb_client_for_every_kind_of_item(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PERF-1: a fresh process's first requests open one DynamoDB client, not one per kind of item
+    (conversation, message, name, summary, usage...) and another for transactions: each costs tens of
+    milliseconds of CPU on a cold start."""
+    # Given a fresh runtime (as a new Lambda container has), counting the DynamoDB clients created
+    renew()
+    created: list[str] = []
+    original = botocore.session.Session.create_client
+
+    def counting(self: botocore.session.Session, service_name: str, *args: Any, **kwargs: Any) -> object:
+        created.append(service_name)
+        return original(self, service_name, *args, **kwargs)
+
+    monkeypatch.setattr(botocore.session.Session, "create_client", counting)
+    # When it creates a conversation by a first post, posts again, reads it back and lists
+    first = api.post("hello")
+    conversation_id = first.body["conversation_id"]
+    assert api.post("again", conversation_id).status == 201
+    assert api.detail(conversation_id).status == 200
+    assert api.listing().status == 200
+    # Then one DynamoDB client served every item and transaction
+    assert created.count("dynamodb") == 1

@@ -9,7 +9,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from pynamodb.attributes import DiscriminatorAttribute, TTLAttribute, UnicodeAttribute
-from pynamodb.connection import Connection
+from pynamodb.connection import Connection, TableConnection
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
@@ -91,6 +91,13 @@ class TableItem(Model):
 
     gsi1 = Gsi1()
 
+    @classmethod
+    def _get_connection(cls) -> TableConnection:
+        """The runtime's one connection to the table, for every item class (they share its keys and
+        indexes). PynamoDB would build one per class, each with its own botocore client: tens of
+        milliseconds of CPU apiece on a cold start, several per request."""
+        return for_settings(bind()).resource(TABLE, new_table_connection)
+
 
 def bind(settings: Settings | None = None) -> Settings:
     """Point the models at the configured table (idempotent; re-binds when the settings change).
@@ -111,38 +118,27 @@ def bind(settings: Settings | None = None) -> Settings:
     meta.max_retry_attempts = settings.dynamodb_max_attempts - 1
     meta.connect_timeout_seconds = settings.dynamodb_connect_timeout_seconds
     meta.read_timeout_seconds = settings.dynamodb_read_timeout_seconds
-    # Each model class caches its own connection on first use: drop them all, subclasses included.
-    pending: list[type[Model]] = [TableItem]
-    while pending:
-        model = pending.pop()
-        model._connection = None
-        pending.extend(model.__subclasses__())
     meta.bound_settings = settings
     return settings
 
 
-#: The runtime's low-level DynamoDB connection (`connection()`).
-CONNECTION: Final = "store.base.connection"
+#: The runtime's connection to the table (`TableItem._get_connection`, `connection()`).
+TABLE: Final = "store.base.table"
 
 
-def new_connection(settings: Settings) -> Connection:
-    """A low-level connection with the table's region, endpoint, retries and timeouts."""
-    return Connection(
-        region=settings.region,
-        host=settings.dynamodb_endpoint,
-        max_retry_attempts=settings.dynamodb_max_attempts - 1,
-        connect_timeout_seconds=settings.dynamodb_connect_timeout_seconds,
-        read_timeout_seconds=settings.dynamodb_read_timeout_seconds,
-    )
+def new_table_connection(settings: Settings) -> TableConnection:
+    """A connection to the table of `settings`, with its region, endpoint, retries and timeouts (built
+    by PynamoDB from the bound `TableItem.Meta`, as it would build each class's own)."""
+    bind(settings)
+    TableItem._connection = None
+    return super(TableItem, TableItem)._get_connection()
 
 
 def connection(settings: Settings | None = None) -> Connection:
-    """The low-level connection for TransactWrite: the runtime's, built once like the models' own.
-
-    Reused so a post's two transactions do not each build a botocore client (tens of milliseconds).
-    """
+    """The low-level connection for TransactWrite: the models' own, so a process (or a runtime) has
+    one DynamoDB client in all."""
     settings = bind(settings)
-    return for_settings(settings).resource(CONNECTION, new_connection)
+    return for_settings(settings).resource(TABLE, new_table_connection).connection
 
 
 # DynamoDB error codes that mean "try again later", not "your request is wrong": what is left of them
