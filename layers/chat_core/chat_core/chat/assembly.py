@@ -17,8 +17,7 @@ from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.items import Conversation, Message
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 
 def read_history(
@@ -45,7 +44,7 @@ def read_history(
     return paths.active_history(recent, wanted, leaf=leaf)
 
 
-def _window_message(message: Message) -> dict[str, Any]:
+def _window_message(message: MessageRecord) -> dict[str, Any]:
     """A stored message as the window engine takes it: OpenAI keys plus bookkeeping (tokens, pinned...)."""
     window: dict[str, Any] = {
         "role": message.role,
@@ -68,7 +67,7 @@ def _window_message(message: Message) -> dict[str, Any]:
 
 
 def _pinned_messages(
-    conversation: Conversation, history: Sequence[Mapping[str, Any]]
+    conversation: ConversationRecord, history: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """WIN-3: the conversation's pinned messages older than the history the Query returned (copies kept on
     the conversation item, oldest first); pinned messages inside that history are flagged there instead."""
@@ -126,10 +125,10 @@ class AssembledWindow:
 
 
 def assemble_window(
-    conversation: Conversation,
-    history: Sequence[Message],
+    conversation: ConversationRecord,
+    history: Sequence[MessageRecord],
     content: str | list[dict[str, Any]] | None,
-    user: Message | None,
+    user: MessageRecord | None,
     model: str,
     policy_override: Mapping[str, Any] | None = None,
     *,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from chat_core.chat import attachments, paths, prices
@@ -37,8 +38,9 @@ from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import sizes, summary_item, tree
 from chat_core.store.base import contention_backoff
-from chat_core.store.items import Conversation, Message, usage_map
+from chat_core.store.keys import message_id_for
 from chat_core.store.ledger import reply_day
+from chat_core.store.records import ConversationRecord, MessageRecord, MessageUsage
 
 #: What one append may write in its one TransactWrite (DynamoDB takes 4 MB a transaction).
 MAX_APPEND_BYTES: Final = 3 * 1024 * 1024
@@ -85,11 +87,11 @@ def _text(content: str | list[Any]) -> str:
 
 def _build(
     owner: str,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     given: Sequence[Mapping[str, Any]],
     names: Sequence[str | None],
     settings: Settings,
-) -> list[Message]:
+) -> list[MessageRecord]:
     """The message items, from `next_seq` on, counted at write (TOK-5) with the usage given."""
     model = conversation.model
     first = int(conversation.next_seq)
@@ -103,11 +105,11 @@ def _build(
         counted.setdefault("content", None)
         if role == "assistant" and message.get("refusal") and not content:
             counted["content"] = message["refusal"]
-        item = Message.new(
-            owner,
-            conversation.conversation_id,
-            seq,
-            message_id=store.message_id_for(seq),
+        item = MessageRecord(
+            owner=owner,
+            conversation_id=conversation.conversation_id,
+            seq=seq,
+            message_id=message_id_for(seq),
             role=role,
             content=_text(content) if isinstance(content, list) else content,
             parts=attachments.store_parts(owner, conversation.conversation_id, parts, settings)
@@ -122,10 +124,14 @@ def _build(
             metadata=message.get("metadata"),
         )
         if role == "assistant":
-            item.model = message.get("model") or model
-            item.refusal = message.get("refusal")
             usage = message.get("usage")
-            tokens = int(item.tokens)
+            tokens = item.tokens
+            item = replace(
+                item,
+                model=message.get("model") or model,
+                refusal=message.get("refusal"),
+                local_usage=MessageUsage(0, tokens, tokens),
+            )
             if usage:
                 given_total = usage.get("total_tokens")
                 total = (
@@ -133,16 +139,16 @@ def _build(
                     if given_total is not None
                     else usage["prompt_tokens"] + usage["completion_tokens"]
                 )
-                item.usage = usage_map(usage["prompt_tokens"], usage["completion_tokens"], total)
-                item.usage_reported = True
                 details = {k: usage[k] for k in _DETAIL_KEYS if usage.get(k)}
-                if details:
-                    item.extras = {**(item.extras or {}), **details}
-                prices.cost_message(item, estimated=False, settings=settings)
+                item = replace(
+                    item,
+                    usage=MessageUsage(usage["prompt_tokens"], usage["completion_tokens"], total),
+                    usage_reported=True,
+                    extras={**(item.extras or {}), **details} if details else item.extras,
+                )
+                item, _ = prices.cost_message(item, estimated=False, settings=settings)
             else:
-                item.usage = usage_map(0, tokens, tokens)
-                item.usage_reported = False
-            item.local_usage = usage_map(0, tokens, tokens)
+                item = replace(item, usage=MessageUsage(0, tokens, tokens), usage_reported=False)
         items.append(item)
     return items
 
@@ -152,7 +158,7 @@ def _build(
 _DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
 
 
-def _charges(messages: Sequence[Message]) -> list[tuple[str, Charge]]:
+def _charges(messages: Sequence[MessageRecord]) -> list[tuple[str, Charge]]:
     """COST-2/COST-3: what appended answers with a reported usage cost, by the day they count for."""
     return [
         (reply_day(m), prices.charge_of(m))
@@ -161,7 +167,7 @@ def _charges(messages: Sequence[Message]) -> list[tuple[str, Charge]]:
     ]
 
 
-def _usage_added(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+def _usage_added(messages: Sequence[MessageRecord]) -> tuple[list[int], list[int]]:
     """What appended answers add to the totals: their reported usage, and their local count."""
     reported, local = [0, 0, 0], [0, 0]
     for message in messages:
@@ -199,7 +205,7 @@ def append_messages(
 
 def _append(
     owner: str, conversation_id: str, given: Sequence[Mapping[str, Any]], settings: Settings
-) -> list[Message]:
+) -> list[MessageRecord]:
     for attempt in range(max(1, settings.post_attempts)):
         recent = read_history(owner, conversation_id, None)
         conversation = conversation_of(recent.conversation, conversation_id)
@@ -233,7 +239,7 @@ def _append(
             )
         shape = None
         if conversation.active_leaf is not None:
-            tree.link_parents(messages, int(conversation.active_leaf))
+            messages = tree.link_parents(messages, conversation.active_leaf)
             shape = store.TreeWrite(
                 expected_leaf=int(conversation.active_leaf),
                 leaf=int(messages[-1].seq),
@@ -313,7 +319,7 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
     raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
 
 
-def _path_from(conversation: Conversation, seq: int) -> set[int] | None:
+def _path_from(conversation: ConversationRecord, seq: int) -> set[int] | None:
     """The seqs of the active path from `seq` on; None for a conversation that never branched (every
     message is on its path)."""
     if conversation.active_leaf is None:
@@ -322,8 +328,8 @@ def _path_from(conversation: Conversation, seq: int) -> set[int] | None:
 
 
 def _results_of(
-    owner: str, conversation: Conversation, call: Message, path: set[int] | None
-) -> list[Message]:
+    owner: str, conversation: ConversationRecord, call: MessageRecord, path: set[int] | None
+) -> list[MessageRecord]:
     """The live tool results on the active path that answer `call`'s tool calls."""
     ids = {str(c.get("id")) for c in call.tool_calls or []}
     if not ids:

@@ -15,8 +15,7 @@ from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
-from chat_core.store.items import Conversation, Message
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 #: Characters of each message's text the inspector carries (the console shows a line per message).
 PREVIEW_CHARS: Final = 160
@@ -29,7 +28,7 @@ def _preview(message: dict[str, Any]) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-def _tool_groups(history: Sequence[Message]) -> dict[str, str]:
+def _tool_groups(history: Sequence[MessageRecord]) -> dict[str, str]:
     """message_id -> the message_id of the assistant tool call it is kept or dropped with."""
     owner_of_call: dict[str, str] = {}
     groups: dict[str, str] = {}
@@ -69,7 +68,7 @@ def _row(
     }
 
 
-def _entry(message: Message, state: str, reason: str | None, group: str | None) -> dict[str, Any]:
+def _entry(message: MessageRecord, state: str, reason: str | None, group: str | None) -> dict[str, Any]:
     view: dict[str, Any] = {"role": message.role, "content": message.content or ""}
     if message.tool_calls:
         view["tool_calls"] = list(message.tool_calls)
@@ -87,8 +86,8 @@ def _entry(message: Message, state: str, reason: str | None, group: str | None) 
 
 
 def inspect_window(
-    conversation: Conversation,
-    history: Sequence[Message],
+    conversation: ConversationRecord,
+    history: Sequence[MessageRecord],
     summary: SummaryRecord | None,
     window: WindowResult,
     model: str,

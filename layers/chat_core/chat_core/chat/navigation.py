@@ -8,6 +8,7 @@ continues from there.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from chat_core.chat.paging import decode_cursor, encode_cursor
@@ -20,8 +21,8 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 from chat_core.store import tree
-from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import MESSAGE_SK_PREFIX, conversation_pk
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 TREE_SCOPE = "tree"
 
@@ -46,10 +47,9 @@ def set_active(owner: str, conversation_id: str, message_id: str) -> dict[str, A
             logger.info("active leaf moved meanwhile, re-reading", attempt=attempt + 1)
             continue
         metrics.add_metric(name="BranchesSwitched", unit=MetricUnit.Count, value=1)
-        conversation.active_leaf = int(target.seq)
-        conversation.open_turn = None
-        conversation.turn_count = turn
-        view = conversation_view(conversation)
+        view = conversation_view(
+            replace(conversation, active_leaf=target.seq, open_turn=None, turn_count=turn)
+        )
         view["active_message_id"] = target.message_id
         return view
     raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
@@ -69,7 +69,7 @@ def tree_page(owner: str, conversation_id: str, *, limit: int, cursor: str | Non
     start = decode_cursor(owner, scope, cursor, mine) if cursor is not None else None
     conversation = live_conversation(owner, conversation_id)
     page = store.page_messages(owner, conversation_id, limit, start)
-    messages: list[Message] = list(page.items)
+    messages: list[MessageRecord] = list(page.items)
     parents = Parents(owner, conversation, messages)
     children: dict[int, list[int]] = {int(m.seq): [] for m in messages}
     if messages:
@@ -103,14 +103,14 @@ def tree_page(owner: str, conversation_id: str, *, limit: int, cursor: str | Non
     }
 
 
-def _path_seqs(conversation: Conversation, first: int, page: Sequence[Message]) -> set[int]:
+def _path_seqs(conversation: ConversationRecord, first: int, page: Sequence[MessageRecord]) -> set[int]:
     """The seqs of the page's messages that are on the active path."""
     if conversation.active_leaf is None:
         return {int(m.seq) for m in page}  # never branched: every message is on the line
     return {int(m.seq) for m in whole_path(conversation, until_seq=first)}
 
 
-def _active_id(owner: str, conversation: Conversation, parents: Parents) -> str | None:
+def _active_id(owner: str, conversation: ConversationRecord, parents: Parents) -> str | None:
     """The id of the active path's last stored message (a reply still being written is not one yet)."""
     seq = (
         int(conversation.active_leaf)

@@ -35,7 +35,7 @@ from chat_core.observability import MetricUnit, logger, metrics, tracer
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import idempotency as idempotency_store
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 
 
 def post_message(
@@ -135,7 +135,7 @@ def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
     assistant = found.get(int(reply_seq)) if reply_seq is not None else None
     logger.info("idempotent replay", conversation_id=conversation_id, seq=first)
     conversation = store.get_conversation(owner, conversation_id)
-    view: Callable[[Message], dict[str, Any]] = message_view
+    view: Callable[[MessageRecord], dict[str, Any]] = message_view
     if conversation is not None:
         parents = paths.Parents(owner, conversation, list(found.values()))
         view = lambda m: paths.with_parent(message_view(m), m, parents)  # noqa: E731
@@ -258,14 +258,13 @@ def _post(
         settings,
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
-    recording.fit_item(assistant)
+    assistant = recording.fit_item(assistant)
     # COST-2: a reply the model gave is priced (from its usage, else from the local count); an error
     # reply cost nothing.
-    charge = (
-        prices.cost_message(assistant, estimated=not completion.usage_reported, settings=settings)
-        if completion is not None
-        else None
-    )
+    charge = None
+    if completion is not None:
+        estimated = not completion.usage_reported
+        assistant, charge = prices.cost_message(assistant, estimated=estimated, settings=settings)
     # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there.
     written = turn.recorder.state.to_json()
     open_turn = record_answer(turn, assistant, completion, failure, reported, local)
@@ -315,7 +314,7 @@ def _post(
     return turn.outcome(body, model_failed=failure is not None)
 
 
-def _post_body(turn: Turn, assistant: Message | None) -> dict[str, Any]:
+def _post_body(turn: Turn, assistant: MessageRecord | None) -> dict[str, Any]:
     """The post's answer, each message with its `parent_id` (API-18) from what the post read: no read
     is added (the parent is the message the post continued, which its read holds)."""
     written = [*turn.recorded, *([turn.user] if turn.user is not None else [])]

@@ -27,9 +27,8 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store
 from chat_core.store import summary_item as store
-from chat_core.store.items import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 from chat_core.store.summary_item import SummarySuperseded
 
 # Tokens a rendered message line costs beyond its text ("[12] assistant: " and the newline), budgeted.
@@ -67,8 +66,8 @@ class Pending:
 
 
 def pending_span(
-    conversation: Conversation,
-    recent: Sequence[Message],
+    conversation: ConversationRecord,
+    recent: Sequence[MessageRecord],
     summary: SummaryRecord | None,
     *,
     model: str,
@@ -128,7 +127,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _message_text(message: Message) -> str:
+def _message_text(message: MessageRecord) -> str:
     """One message as a transcript line's text: content, and any tool calls it made."""
     text = message.content or ""
     calls = getattr(message, "tool_calls", None)
@@ -141,7 +140,7 @@ def _message_text(message: Message) -> str:
     return text
 
 
-def _line(message: Message) -> str:
+def _line(message: MessageRecord) -> str:
     role = message.role
     name = getattr(message, "name", None)
     who = f"{role} ({name})" if isinstance(name, str) and name else role
@@ -175,7 +174,7 @@ class SummaryRequest:
 
 def build_request(
     previous: SummaryRecord | None,
-    span: Iterable[Message],
+    span: Iterable[MessageRecord],
     pending: Pending,
     *,
     model: str,
@@ -304,7 +303,7 @@ def summarize_conversation(
 
 def _summarize_step(
     owner: str,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     previous: SummaryRecord | None,
     pending: Pending,
     model: str,
@@ -316,10 +315,10 @@ def _summarize_step(
     """One incremental step: read the span, ask the model, store conditionally (the new summary, or
     None with why nothing was stored)."""
     conversation_id = conversation.conversation_id
-    span: Iterable[Message] = (
+    span: Iterable[MessageRecord] = (
         item
         for item in store.iter_messages(owner, conversation_id, pending.first_seq, pending.last_seq)
-        if isinstance(item, Message)
+        if isinstance(item, MessageRecord)
     )
     span = (m for m in span if m.deleted_at is None)  # API-20: a deleted message is never summarized
     if conversation.active_leaf is not None:

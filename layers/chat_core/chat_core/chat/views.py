@@ -9,8 +9,8 @@ from typing import Any
 from chat_core.chat import attachments
 from chat_core.chat.rules import pending_calls
 from chat_core.engine.costs import micros_to_dollars
-from chat_core.store.items import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def _usage(prompt: float, completion: float, total: float) -> dict[str, int]:
     return {"prompt_tokens": int(prompt), "completion_tokens": int(completion), "total_tokens": int(total)}
 
 
-def _answer_details(message: Message, view: dict[str, Any]) -> None:
+def _answer_details(message: MessageRecord, view: dict[str, Any]) -> None:
     """API-10: how the model's answer ended and what else it sent besides text and tool calls."""
     if message.status != "ok":
         return
@@ -51,7 +51,7 @@ def _answer_details(message: Message, view: dict[str, Any]) -> None:
         view["usage_details"] = details
 
 
-def message_view(message: Message) -> dict[str, Any]:
+def message_view(message: MessageRecord) -> dict[str, Any]:
     """API-1 message object: assistant messages add model and usage, error ones add error.
 
     Only when they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool
@@ -119,7 +119,7 @@ def cost_view(micros: Any, status: str | None = None) -> dict[str, Any]:
     return view
 
 
-def conversation_view(conversation: Conversation) -> dict[str, Any]:
+def conversation_view(conversation: ConversationRecord) -> dict[str, Any]:
     """The conversation object: settings, counts, usage as reported and the local count beside it (TOK-6)."""
     local_prompt, local_completion = (
         int(conversation.local_prompt_tokens),
@@ -155,10 +155,10 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
 
 def post_body(
     conversation_id: str,
-    recorded: Sequence[Message],
-    user: Message | None,
-    assistant: Message | None,
-    view: Callable[[Message], dict[str, Any]] = message_view,
+    recorded: Sequence[MessageRecord],
+    user: MessageRecord | None,
+    assistant: MessageRecord | None,
+    view: Callable[[MessageRecord], dict[str, Any]] = message_view,
 ) -> dict[str, Any]:
     """`{conversation_id, messages?, user_message, assistant_message}`: `messages` (the tool messages the
     post recorded) only when there were some; `user_message` is null on a post of tool results and

@@ -15,8 +15,9 @@ from chat_core.engine.turnlog import LogEvent
 from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import SequenceConflict, create_conversation
-from chat_core.store.items import Conversation, ConversationName
+from chat_core.store.items import ConversationName
 from chat_core.store.keys import NAME_SK, conversation_name_pk
+from chat_core.store.records import ConversationRecord
 
 
 class NameTaken(Exception):
@@ -39,7 +40,11 @@ def find_name(owner: str, key: str) -> ConversationName | None:
 
 
 def create_named(
-    conversation: Conversation, key: str, *, events: Sequence[LogEvent] = (), replacing: str | None = None
+    conversation: ConversationRecord,
+    key: str,
+    *,
+    events: Sequence[LogEvent] = (),
+    replacing: str | None = None,
 ) -> None:
     """A new conversation named `key`, with its session_start event, in one TransactWrite. The name
     must be free, or still name `replacing` (a deleted conversation); else NameTaken."""

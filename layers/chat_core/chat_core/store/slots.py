@@ -31,8 +31,9 @@ from chat_core.store.conversations import (
     _write,
     get_conversation,
 )
-from chat_core.store.items import Conversation, Message
+from chat_core.store.items import Conversation
 from chat_core.store.keys import listing_sk
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Slots:
     previous_leaf: int | None = None
 
 
-def _refused(conversation: Conversation, branching: str) -> Exception:
+def _refused(conversation: ConversationRecord, branching: str) -> Exception:
     """Why a reservation's condition failed: the conversation is gone (ConversationNotFound), or it is
     live and its branching is not what the reservation expected (SequenceConflict: `branching`)."""
     now = get_conversation(conversation.owner, conversation.conversation_id)
@@ -55,7 +56,7 @@ def _refused(conversation: Conversation, branching: str) -> Exception:
 
 
 def reserve_on_path(
-    conversation: Conversation, count: int, now: str, *, new_turn: bool, start_branch: bool = False
+    conversation: ConversationRecord, count: int, now: str, *, new_turn: bool, start_branch: bool = False
 ) -> Slots:
     """API-18: `reserve_slots` for a branched conversation: one atomic UpdateItem takes `count` sequence
     numbers and moves the active leaf to the last of them (the reply's slot), returning the leaf it
@@ -99,7 +100,7 @@ def reserve_on_path(
     return Slots(first_seq=first, turn=turns + (1 if new_turn else 0), previous_leaf=leaf)
 
 
-def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn: bool) -> Slots:
+def reserve_slots(conversation: ConversationRecord, count: int, now: str, *, new_turn: bool) -> Slots:
     """Take `count` sequence numbers (and the next turn number) with one atomic UpdateItem.
 
     The contended path of a post: instead of racing every other poster for `next_seq == expected` and
@@ -131,12 +132,12 @@ def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn:
 
 
 def put_reserved(
-    conversation: Conversation,
-    messages: Sequence[Message],
+    conversation: ConversationRecord,
+    messages: Sequence[MessageRecord],
     events: Sequence[LogEvent],
     deadline: float,
     *,
-    reconcile: Sequence[Message] = (),
+    reconcile: Sequence[MessageRecord] = (),
     open_turn: OpenTurn = KEEP,
     links: Sequence[TableItem] = (),
     drop_open_turn: bool = False,
@@ -163,7 +164,7 @@ def put_reserved(
         elif reconcile:
             actions += _open_turn_actions(open_turn)
         core: list[_Item] = [
-            *(("put", m, _NEW, None) for m in messages),
+            *(("put", m.to_item(), _NEW, None) for m in messages),
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
             *(("put", link, None, None) for link in links),
