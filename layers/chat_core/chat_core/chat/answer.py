@@ -201,7 +201,7 @@ def record_answer(
             content=assistant.content or completion.refusal or "",
             tool_calls=assistant.tool_calls,
             message_id=assistant.message_id,
-            seq=int(assistant.seq),
+            seq=assistant.seq,
             model=str(assistant.model),
             tokens=step,
             usage_reported=completion.usage_reported,

@@ -50,9 +50,9 @@ def _window_message(message: MessageRecord) -> dict[str, Any]:
         "role": message.role,
         # A refusal (API-10) is sent back as what the model said; content parts (API-15) as sent.
         "content": message.parts or message.content or message.refusal or "",
-        "tokens": int(message.tokens),
+        "tokens": message.tokens,
         "message_id": message.message_id,
-        "seq": int(message.seq),
+        "seq": message.seq,
     }
     if message.tool_calls:
         window["tool_calls"] = list(message.tool_calls)
@@ -151,7 +151,7 @@ def assemble_window(
     system = None
     system_tokens = 0
     if conversation.system_prompt:
-        system_tokens = int(conversation.system_tokens)
+        system_tokens = conversation.system_tokens
         system = {"role": "system", "content": conversation.system_prompt, "tokens": system_tokens}
     usable = [_window_message(m) for m in summary_window.after_summary(history, summary) if m.status == "ok"]
     pinned = _pinned_messages(conversation, usable)
@@ -162,7 +162,7 @@ def assemble_window(
     tail: list[dict[str, Any]] = []
     if tail_from_seq is None:
         current = {"role": "user", "content": content or ""}
-        current["tokens"] = int(user.tokens) if user is not None else count_message(current, model)
+        current["tokens"] = user.tokens if user is not None else count_message(current, model)
         if user is not None:
             current["message_id"] = user.message_id
     else:
@@ -182,7 +182,7 @@ def assemble_window(
     if summary is not None and summary_window.summary_included(result):
         prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
-    return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS) + generation.tool_tokens)
+    return AssembledWindow(result, prompt + tokens.REPLY_PRIMING_TOKENS + generation.tool_tokens)
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:

@@ -92,9 +92,9 @@ def _build(
     names: Sequence[str | None],
     settings: Settings,
 ) -> list[MessageRecord]:
-    """The message items, from `next_seq` on, counted at write (TOK-5) with the usage given."""
+    """The messages (records), from `next_seq` on, counted at write (TOK-5) with the usage given."""
     model = conversation.model
-    first = int(conversation.next_seq)
+    first = conversation.next_seq
     items = []
     for offset, (message, name) in enumerate(zip(given, names, strict=True)):
         seq = first + offset
@@ -174,10 +174,10 @@ def _usage_added(messages: Sequence[MessageRecord]) -> tuple[list[int], list[int
         if message.role != "assistant":
             continue
         if message.usage_reported and message.usage is not None:
-            reported[0] += int(message.usage.prompt_tokens)
-            reported[1] += int(message.usage.completion_tokens)
-            reported[2] += int(message.usage.total_tokens)
-        local[1] += int(message.tokens)
+            reported[0] += message.usage.prompt_tokens
+            reported[1] += message.usage.completion_tokens
+            reported[2] += message.usage.total_tokens
+        local[1] += message.tokens
     return reported, local
 
 
@@ -193,7 +193,7 @@ def append_messages(
     def run() -> tuple[dict[str, Any], dict[str, Any]]:
         stored = _append(owner, conversation_id, given, settings)
         answer = {"conversation_id": conversation_id, "messages": [message_view(m) for m in stored]}
-        return answer, {"first_seq": int(stored[0].seq), "last_seq": int(stored[-1].seq)}
+        return answer, {"first_seq": stored[0].seq, "last_seq": stored[-1].seq}
 
     def replay(record: Mapping[str, Any]) -> dict[str, Any]:
         found = store.read_messages(owner, conversation_id, int(record["first_seq"]), int(record["last_seq"]))
@@ -229,23 +229,21 @@ def _append(
                 size=size,
                 limit=MAX_APPEND_BYTES,
             )
-        turn = int(conversation.turn_count or 0) + 1
+        turn = conversation.turn_count + 1
         recorder = TurnRecorder.new(turn)
         for message in messages:
             recorder.history_step(
                 "append",
                 content=message.content,
-                meta={"messageId": message.message_id, "role": message.role, "tokens": int(message.tokens)},
+                meta={"messageId": message.message_id, "role": message.role, "tokens": message.tokens},
             )
         shape = None
         if conversation.active_leaf is not None:
             messages = tree.link_parents(messages, conversation.active_leaf)
             shape = store.TreeWrite(
-                expected_leaf=int(conversation.active_leaf),
-                leaf=int(messages[-1].seq),
-                links=tree.link_items(
-                    owner, conversation_id, [(int(conversation.active_leaf), int(messages[0].seq))]
-                ),
+                expected_leaf=conversation.active_leaf,
+                leaf=messages[-1].seq,
+                links=tree.link_items(owner, conversation_id, [(conversation.active_leaf, messages[0].seq)]),
             )
         try:
             store.append_messages(
@@ -278,21 +276,21 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
         conversation, target = find_target(owner, conversation_id, message_id)
         if target.deleted_at is not None:
             return {"conversation_id": conversation_id, "deleted": []}
-        path = _path_from(conversation, int(target.seq))
-        if path is not None and int(target.seq) not in path:
+        path = _path_from(conversation, target.seq)
+        if path is not None and target.seq not in path:
             raise InvalidInput(
                 f"message {message_id!r} is not on the active path; switch to its branch first",
                 field="message_id",
             )
         group = [target, *_results_of(owner, conversation, target, path)]
-        seqs = {int(m.seq) for m in group}
+        seqs = {m.seq for m in group}
         pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
         changed_pins = len(pinned) != len(conversation.pinned or [])
         summary = summary_item.get_summary(owner, conversation_id)
         drop = summary.to_seq if summary is not None and summary.to_seq >= min(seqs) else None
         state = TurnState.from_json(conversation.open_turn)
         leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs
-        turn = int(conversation.turn_count or 0) + 1
+        turn = conversation.turn_count + 1
         recorder = TurnRecorder.new(turn)
         recorder.history_step("delete", meta={"messageIds": [m.message_id for m in group]})
         now = now_iso()
@@ -324,7 +322,7 @@ def _path_from(conversation: ConversationRecord, seq: int) -> set[int] | None:
     message is on its path)."""
     if conversation.active_leaf is None:
         return None
-    return {int(m.seq) for m in paths.whole_path(conversation, until_seq=seq)}
+    return {m.seq for m in paths.whole_path(conversation, until_seq=seq)}
 
 
 def _results_of(
@@ -334,14 +332,12 @@ def _results_of(
     ids = {str(c.get("id")) for c in call.tool_calls or []}
     if not ids:
         return []
-    after = store.read_messages(
-        owner, conversation.conversation_id, int(call.seq) + 1, int(call.seq) + RESULTS_SEARCH
-    )
+    after = store.read_messages(owner, conversation.conversation_id, call.seq + 1, call.seq + RESULTS_SEARCH)
     return [
         m
         for m in after
         if m.role == "tool"
         and m.tool_call_id in ids
         and m.deleted_at is None
-        and (path is None or int(m.seq) in path)
+        and (path is None or m.seq in path)
     ]

@@ -74,9 +74,9 @@ def _entry(message: MessageRecord, state: str, reason: str | None, group: str | 
         view["tool_calls"] = list(message.tool_calls)
     return _row(
         message.message_id,
-        int(message.seq),
+        message.seq,
         message.role,
-        int(message.tokens or 0),
+        message.tokens,
         state,
         reason,
         pinned=bool(message.pinned),
@@ -105,7 +105,7 @@ def inspect_window(
     entries: list[dict[str, Any]] = []
     if conversation.system_prompt:
         preview = _preview({"content": conversation.system_prompt})
-        tokens = int(conversation.system_tokens or 0)
+        tokens = conversation.system_tokens
         reason = "system prompt (always kept)"
         entries.append(
             _row(None, 0, "system", tokens, "kept", reason, pinned=False, group=None, preview=preview)
@@ -132,7 +132,7 @@ def inspect_window(
         group = groups.get(message.message_id)
         if message.status != "ok":
             entries.append(_entry(message, "failed", f"reply {message.status}: never sent", group))
-        elif int(message.seq) <= covered:
+        elif message.seq <= covered:
             entries.append(_entry(message, "summarised", f"in the summary of messages 1–{covered}", group))
         elif message.message_id in dropped:
             entries.append(_entry(message, "dropped", dropped[message.message_id], group))

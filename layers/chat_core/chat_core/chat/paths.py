@@ -35,7 +35,7 @@ def live(messages: Sequence[MessageRecord]) -> list[MessageRecord]:
 def on_active_path(conversation: ConversationRecord, walked: tree.Walk, seqs: Sequence[int]) -> set[int]:
     """Which of `seqs` are on the path `walked` started (continuing the walk down to the lowest of them,
     at most SUMMARY_CHECK_QUERIES more Queries; what that does not reach counts as off the path)."""
-    found = {int(m.seq) for m in walked.messages}
+    found = {m.seq for m in walked.messages}
     below = [seq for seq in seqs if seq not in found and seq <= walked.next_seq]
     if below:
         further = tree.walk(
@@ -46,7 +46,7 @@ def on_active_path(conversation: ConversationRecord, walked: tree.Walk, seqs: Se
             until_seq=min(below),
             max_queries=SUMMARY_CHECK_QUERIES,
         )
-        found |= {int(m.seq) for m in further.messages}
+        found |= {m.seq for m in further.messages}
     return {seq for seq in seqs if seq in found}
 
 
@@ -59,8 +59,8 @@ def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) 
         return replace(recent, messages=live(recent.messages), page=recent.messages)
     walked = tree.walk(
         conversation,
-        leaf if leaf is not None else int(conversation.active_leaf or 0),
-        known={int(m.seq): m for m in recent.messages},
+        leaf if leaf is not None else conversation.active_leaf or 0,
+        known={m.seq: m for m in recent.messages},
         covered_from=recent.covered_from,
         want=want,
     )
@@ -88,7 +88,7 @@ def whole_path(conversation: ConversationRecord, *, until_seq: int = 1) -> list[
     """Every message of the active path from `until_seq` on (deleted ones included), oldest first."""
     if conversation.active_leaf is None:
         raise ValueError("a conversation that never branched has no path to walk")
-    return tree.walk(conversation, int(conversation.active_leaf), until_seq=until_seq).messages
+    return tree.walk(conversation, conversation.active_leaf, until_seq=until_seq).messages
 
 
 class _Unknown(Exception):
@@ -113,7 +113,7 @@ class Parents:
     ) -> None:
         self.owner = owner
         self.conversation = conversation
-        self.by_seq: dict[int, MessageRecord | None] = {int(m.seq): m for m in known}
+        self.by_seq: dict[int, MessageRecord | None] = {m.seq: m for m in known}
         self.fetch = fetch
         self.covered_from = covered_from
 
@@ -172,7 +172,7 @@ def path_page(
         shown = live(page.items)
         return path_views(owner, conversation, shown), page.last_key
     after = int(start["sk"][len(MESSAGE_SK_PREFIX) :]) if start else 0
-    path = [m for m in live(whole_path(conversation)) if int(m.seq) > after]
+    path = [m for m in live(whole_path(conversation)) if m.seq > after]
     shown, more = path[:limit], len(path) > limit
     last_key = {"pk": shown[-1].pk, "sk": shown[-1].sk} if more and shown else None
     return path_views(owner, conversation, shown), last_key

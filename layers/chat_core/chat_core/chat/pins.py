@@ -25,11 +25,11 @@ MAX_PINNED_BYTES = 64 * 1024
 
 def _pin_entry(message: MessageRecord) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "seq": int(message.seq),
+        "seq": message.seq,
         "message_id": message.message_id,
         "role": message.role,
         "content": message.content or "",
-        "tokens": int(message.tokens),
+        "tokens": message.tokens,
     }
     if message.name:
         entry["name"] = message.name

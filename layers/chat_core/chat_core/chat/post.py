@@ -129,7 +129,7 @@ def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
     user_seq = record.get("user_seq", first)
     reply_seq = record.get("reply_seq", first + 1)
     last = int(record.get("last_seq", first + 1))
-    found = {int(m.seq): m for m in store.read_messages(owner, conversation_id, first, last)}
+    found = {m.seq: m for m in store.read_messages(owner, conversation_id, first, last)}
     recorded = [found[s] for s in sorted(found) if s not in (user_seq, reply_seq)]
     user = found.get(int(user_seq)) if user_seq is not None else None
     assistant = found.get(int(reply_seq)) if reply_seq is not None else None
@@ -297,13 +297,13 @@ def _post(
         ) from exc
     if stored == store.STORED_ALONE:
         metrics.add_metric(name="RepliesStoredAlone", unit=MetricUnit.Count, value=1)
-        logger.warning("reply stored on its own; totals follow with the next post", seq=int(assistant.seq))
+        logger.warning("reply stored on its own; totals follow with the next post", seq=assistant.seq)
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(
         "turn stored",
         conversation_id=conversation_id,
         turn=turn.recorder.turn,
-        seq=int(assistant.seq),
+        seq=assistant.seq,
         status=assistant.status,
         tool_calls=len(assistant.tool_calls or []),
         kept_history=window.result.stats.kept_history,

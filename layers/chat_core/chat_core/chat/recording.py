@@ -136,11 +136,11 @@ def error_reply(
 def _conversation_tokens(conversation: ConversationRecord) -> Tokens:
     """The conversation's totals as read (an error reply adds nothing to them)."""
     return Tokens(
-        prompt=int(conversation.prompt_tokens),
-        completion=int(conversation.completion_tokens),
-        total=int(conversation.total_tokens),
-        local_prompt=int(conversation.local_prompt_tokens),
-        local_completion=int(conversation.local_completion_tokens),
+        prompt=conversation.prompt_tokens,
+        completion=conversation.completion_tokens,
+        total=conversation.total_tokens,
+        local_prompt=conversation.local_prompt_tokens,
+        local_completion=conversation.local_completion_tokens,
     )
 
 
@@ -191,9 +191,9 @@ def close_failed_turn(
             conversation, fallback, events=events, open_turn=turn if turn_on_item else None
         )
     except StoreUnavailable as exc:
-        logger.warning("failed turn left open for repair", seq=int(reply.seq), error=exc.message)
+        logger.warning("failed turn left open for repair", seq=reply.seq, error=exc.message)
         return False
-    logger.warning("reply not stored; turn closed as error", seq=int(reply.seq), closed=closed, cause=why)
+    logger.warning("reply not stored; turn closed as error", seq=reply.seq, closed=closed, cause=why)
     return closed
 
 
@@ -218,11 +218,11 @@ def abandoned_slots(
     TransactWrite #1 reserves the reply's slot; only a post that died (or could not write at all) leaves
     it empty for longer than a function may run. Slots of posts still running are left alone.
     """
-    by_seq = {int(m.seq): m for m in messages}
+    by_seq = {m.seq: m for m in messages}
     if not by_seq:
         return []
     slots = []
-    for seq in range(min(by_seq), int(next_seq)):
+    for seq in range(min(by_seq), next_seq):
         if seq in by_seq:
             continue
         entry = (slot_parents or {}).get(str(seq))
@@ -271,12 +271,12 @@ def repair_abandoned(
     slot_parents = conversation.slot_parents or {}
     slots = abandoned_slots(
         messages,
-        int(conversation.next_seq),
+        conversation.next_seq,
         datetime.now(UTC),
         settings.abandoned_turn_seconds,
         slot_parents,
     )
-    by_seq = {int(m.seq): m for m in messages}
+    by_seq = {m.seq: m for m in messages}
     closed = 0
     for seq in slots:
         reply = error_reply(conversation, seq, INTERRUPTED_TURN)

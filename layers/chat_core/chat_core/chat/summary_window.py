@@ -39,7 +39,7 @@ def after_summary(history: Sequence[MessageRecord], summary: SummaryRecord | Non
     if summary is None:
         return list(history)
     covered = summary.to_seq
-    return [m for m in history if int(m.seq) > covered]
+    return [m for m in history if m.seq > covered]
 
 
 def summary_included(window: WindowResult) -> bool:
@@ -59,6 +59,6 @@ def summary_stats(summary: SummaryRecord | None, window: WindowResult) -> dict[s
         "created_at": summary.created_at,
         "rounds": summary.rounds,
         # COST-2: what summarizing this conversation has cost, every round together (micro-dollars).
-        "cost_micros": int(summary.cost_total_micros or 0),
+        "cost_micros": summary.cost_total_micros,
         "included": summary_included(window),
     }

@@ -70,7 +70,7 @@ class Turn:
             model_failed=model_failed,
             reply_stored=reply_stored,
             seq=self.first_seq,
-            user_seq=int(self.user.seq) if self.user is not None else None,
+            user_seq=self.user.seq if self.user is not None else None,
             reply_seq=self.reply_seq,
             last_seq=last,
         )
@@ -102,9 +102,10 @@ def tree_write(
 ) -> store.TreeWrite:
     """How a branched write moves the active path: from `parent` through new messages from `first_seq`
     on, ending at `leaf`."""
-    expected = int(conversation.active_leaf) if conversation.active_leaf is not None else None
     links = tree.link_items(owner, conversation.conversation_id, [(parent, first_seq)])
-    return store.TreeWrite(expected_leaf=expected, leaf=leaf, links=links, slot_parents=slot_parents)
+    return store.TreeWrite(
+        expected_leaf=conversation.active_leaf, leaf=leaf, links=links, slot_parents=slot_parents
+    )
 
 
 def _stored_parts(
@@ -149,7 +150,7 @@ def _recorded_messages(
     names: Sequence[str | None],
     model: str,
 ) -> list[MessageRecord]:
-    """Message items for the tool messages a post records, from `first_seq` on (TOK-4 counts at write)."""
+    """The tool messages a post records (as records), from `first_seq` on (TOK-4 counts at write)."""
 
     items = []
     for offset, (message, name) in enumerate(zip(recorded, names, strict=True)):
@@ -179,7 +180,7 @@ def _record_client_steps(
     recorder: TurnRecorder, recorded: Sequence[Mapping[str, Any]], items: Sequence[MessageRecord]
 ) -> None:
     for message, item in zip(recorded, items, strict=True):
-        recorder.client_message(message, message_id=item.message_id, tokens=int(item.tokens))
+        recorder.client_message(message, message_id=item.message_id, tokens=item.tokens)
 
 
 def start_conversation(owner: str, request: PostMessage, settings: Settings) -> Turn:
@@ -207,7 +208,7 @@ def start_conversation(owner: str, request: PostMessage, settings: Settings) -> 
     )
     started = session_start(conversation, settings)
     recorder = TurnRecorder.new(1)
-    recorder.turn_start(request.text or "", tokens=int(user.tokens), message_id=user.message_id)
+    recorder.turn_start(request.text or "", tokens=user.tokens, message_id=user.message_id)
     _record_client_steps(recorder, recorded_in, recorded)
     events = [started, *recorder.take_events()]
     conversation = store.create_with_first_message(conversation, user, recorded=recorded, events=events)
@@ -220,7 +221,7 @@ def start_conversation(owner: str, request: PostMessage, settings: Settings) -> 
         model,
         recorder,
         first_seq=1,
-        reply_seq=int(user.seq) + 1,
+        reply_seq=user.seq + 1,
         generation=settled,
     )
 
@@ -243,11 +244,11 @@ def _turn_state_to_catch_up(unreconciled: Sequence[MessageRecord]) -> store.Open
 def conversation_tokens(conversation: ConversationRecord, step: Tokens | None = None) -> Tokens:
     """The conversation's totals as read by this post, plus this step (turn_end `conversationTokens`)."""
     totals = Tokens(
-        prompt=int(conversation.prompt_tokens),
-        completion=int(conversation.completion_tokens),
-        total=int(conversation.total_tokens),
-        local_prompt=int(conversation.local_prompt_tokens),
-        local_completion=int(conversation.local_completion_tokens),
+        prompt=conversation.prompt_tokens,
+        completion=conversation.completion_tokens,
+        total=conversation.total_tokens,
+        local_prompt=conversation.local_prompt_tokens,
+        local_completion=conversation.local_completion_tokens,
     )
     return totals.add(step) if step is not None else totals
 
@@ -312,7 +313,7 @@ def append_to_conversation(
             if reserved is not None:
                 return reserved
             continue  # it branched (or a store said it had not) meanwhile: read it again
-        seq = int(conversation.next_seq)
+        seq = conversation.next_seq
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
         if request.has_content:
@@ -321,12 +322,12 @@ def append_to_conversation(
         if state is not None and pending:
             recorder = TurnRecorder.resume(state)
         else:
-            turn_number = int(conversation.turn_count or 0) + 1
+            turn_number = conversation.turn_count + 1
             recorder = TurnRecorder.new(turn_number)
             user = required(user, "the turn's user message")
             recorder.turn_start(
                 user.content or "",
-                tokens=int(user.tokens),
+                tokens=user.tokens,
                 message_id=user.message_id,
                 branch=branch.meta if branch is not None else None,
             )
@@ -347,11 +348,11 @@ def append_to_conversation(
         reply_seq = None if at_limit else seq + len(messages)
         shape: store.TreeWrite | None = None
         if branched:
-            parent = branch.parent if branch is not None else int(conversation.active_leaf or 0)
+            parent = branch.parent if branch is not None else conversation.active_leaf or 0
             messages = tree.link_parents(messages, parent)
             recorded = messages[: len(recorded)]
             user = messages[-1] if user is not None else None
-            leaf = reply_seq if reply_seq is not None else int(messages[-1].seq)
+            leaf = reply_seq if reply_seq is not None else messages[-1].seq
             shape = tree_write(conversation, owner, parent, seq, leaf)
         try:
             store.append_messages(
@@ -446,7 +447,7 @@ def _reserve_turn(
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(
             user.content or "",
-            tokens=int(user.tokens),
+            tokens=user.tokens,
             message_id=user.message_id,
             branch=branch.meta if branch is not None else None,
         )
@@ -454,7 +455,7 @@ def _reserve_turn(
         unreconciled = unreconciled_replies(recent.read)
         links: list[Any] = []
         if branched:
-            parent = branch.parent if branch is not None else int(slots.previous_leaf or 0)
+            parent = branch.parent if branch is not None else slots.previous_leaf or 0
             *recorded, user = tree.link_parents([*recorded, user], parent)
             links = tree.link_items(owner, conversation_id, [(parent, slots.first_seq)])
         try:

@@ -9,7 +9,6 @@ from typing import Any
 from chat_core.chat import attachments
 from chat_core.chat.rules import pending_calls
 from chat_core.engine.costs import micros_to_dollars
-from chat_core.store.partitions import parse_conversation_pk
 from chat_core.store.records import ConversationRecord, MessageRecord
 
 
@@ -27,8 +26,8 @@ class PostOutcome:
     last_seq: int = 0
 
 
-def _usage(prompt: float, completion: float, total: float) -> dict[str, int]:
-    return {"prompt_tokens": int(prompt), "completion_tokens": int(completion), "total_tokens": int(total)}
+def _usage(prompt: int, completion: int, total: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
 def _answer_details(message: MessageRecord, view: dict[str, Any]) -> None:
@@ -79,8 +78,10 @@ def message_view(message: MessageRecord) -> dict[str, Any]:
         # API-15: the content parts as sent; `content` is their text. API-17: a part kept in S3 shows
         # its reference and a presigned URL instead of its bytes.
         parts = list(message.parts)
-        where = parse_conversation_pk(str(message.pk)) if attachments.has_blobs(parts) else None
-        view["content_parts"] = attachments.view_parts(parts, *where) if where else parts
+        where = (message.owner, message.conversation_id)
+        view["content_parts"] = (
+            attachments.view_parts(parts, *where) if attachments.has_blobs(parts) else parts
+        )
     if message.pinned:
         view["pinned"] = True
     if message.metadata is not None:
@@ -105,14 +106,13 @@ def message_view(message: MessageRecord) -> dict[str, Any]:
     return view
 
 
-def cost_view(micros: Any, status: str | None = None) -> dict[str, Any]:
+def cost_view(micros: int | None, status: str | None = None) -> dict[str, Any]:
     """COST-2: a cost for people and programs: integer micro-dollars (None: the model has no price),
     the same in dollars, and how it was found (`reported` usage, `estimated` from the local count,
     `unknown`)."""
-    known = micros is not None
     view: dict[str, Any] = {
-        "micros": int(micros) if known else None,
-        "usd": micros_to_dollars(int(micros)) if known else None,
+        "micros": micros,
+        "usd": micros_to_dollars(micros) if micros is not None else None,
     }
     if status is not None:
         view["status"] = status
@@ -122,8 +122,8 @@ def cost_view(micros: Any, status: str | None = None) -> dict[str, Any]:
 def conversation_view(conversation: ConversationRecord) -> dict[str, Any]:
     """The conversation object: settings, counts, usage as reported and the local count beside it (TOK-6)."""
     local_prompt, local_completion = (
-        int(conversation.local_prompt_tokens),
-        int(conversation.local_completion_tokens),
+        conversation.local_prompt_tokens,
+        conversation.local_completion_tokens,
     )
     _, pending = pending_calls(conversation)
     return {
@@ -134,7 +134,7 @@ def conversation_view(conversation: ConversationRecord) -> dict[str, Any]:
         "model": conversation.model,
         "window_policy": conversation.window_policy,
         "defaults": conversation.defaults or None,
-        "message_count": int(conversation.message_count),
+        "message_count": conversation.message_count,
         "usage": _usage(
             conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens
         ),
@@ -142,9 +142,9 @@ def conversation_view(conversation: ConversationRecord) -> dict[str, Any]:
         # COST-2: what its replies cost so far; `unpriced_calls` replies were of a model without a price.
         "cost": {
             **cost_view(conversation.cost_micros or 0),
-            "unpriced_calls": int(conversation.unpriced_calls or 0),
+            "unpriced_calls": conversation.unpriced_calls,
         },
-        "turn_count": int(conversation.turn_count or 0),
+        "turn_count": conversation.turn_count,
         "pinned_message_ids": [e["message_id"] for e in conversation.pinned or []],
         # Tool calls of the model's last answer still waiting for results (post them to continue).
         "pending_tool_calls": pending,

@@ -154,9 +154,12 @@ def walk(
     return Walk(messages=path, next_seq=current, queries=queries, known=found, covered_from=low)
 
 
-def links_between(conversation: ConversationRecord, first_parent: int, last_parent: int) -> list[BranchLink]:
-    """Branch links whose parent lies in `first_parent..last_parent` (one Query, paged through)."""
-    found: list[BranchLink] = []
+def links_between(
+    conversation: ConversationRecord, first_parent: int, last_parent: int
+) -> list[tuple[int, int]]:
+    """(parent, child) of the branch links whose parent lies in `first_parent..last_parent` (one Query,
+    paged through)."""
+    found: list[tuple[int, int]] = []
     start: dict[str, Any] | None = None
     while True:
         raw = _query(
@@ -167,7 +170,11 @@ def links_between(conversation: ConversationRecord, first_parent: int, last_pare
             consistent_read=True,
             exclusive_start_key=start,
         )
-        found += [item for item in _items(raw) if isinstance(item, BranchLink)]
+        found += [
+            (int(item.parent_seq), int(item.child_seq))
+            for item in _items(raw)
+            if isinstance(item, BranchLink)
+        ]
         start = raw.get("LastEvaluatedKey")
         if not start:
             return found
