@@ -141,10 +141,10 @@ def check_key(key: str) -> None:
 
 
 def _live_named(owner: str, key: str) -> ConversationRecord | None:
-    name = names.find_name(owner, key)
-    if name is None:
+    named = names.find_name(owner, key)
+    if named is None:
         return None
-    conversation = store.get_conversation(owner, name.conversation_id)
+    conversation = store.get_conversation(owner, named)
     return conversation if conversation is not None and not conversation.is_deleted else None
 
 
@@ -154,9 +154,9 @@ def _named(
     """The conversation named `key`: the live one (`take_live`, else 409), or a new one."""
     settings = _settings(request)
     for _ in range(NAME_ATTEMPTS):
-        name = names.find_name(owner, key)
-        if name is not None:
-            conversation = store.get_conversation(owner, name.conversation_id)
+        named = names.find_name(owner, key)
+        if named is not None:
+            conversation = store.get_conversation(owner, named)
             if conversation is not None and not conversation.is_deleted:
                 if not take_live:
                     raise ConversationKeyTaken(
@@ -165,9 +165,8 @@ def _named(
                         conversation_id=conversation.conversation_id,
                     )
                 return conversation, False
-        replacing = name.conversation_id if name is not None else None
         try:
-            return new_conversation(owner, key=key, replacing=replacing, **settings), True
+            return new_conversation(owner, key=key, replacing=named, **settings), True
         except names.NameTaken:
             continue  # created (or taken over) by another request meanwhile: read it again
     raise ConversationBusy("the key is being claimed by concurrent requests; retry the request")

@@ -151,6 +151,6 @@ def list_events(
     page = store.page_events(owner, conversation_id, limit, start, turn=turn)
     metrics.add_metric(name="EventsRead", unit=MetricUnit.Count, value=1)
     return EventsPage(
-        lines=[event.to_line() for event in page.items],
+        lines=page.items,
         next_cursor=encode_cursor(owner, scope, page.last_key) if page.last_key else None,
     )

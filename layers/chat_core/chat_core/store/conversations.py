@@ -241,11 +241,13 @@ def page_events(
     start_key: Mapping[str, str] | None,
     *,
     turn: int | None = None,
-) -> Page[EventItem]:
-    """Turn-log events in log order (session_start, turns, session_end), or one turn's: one Query."""
+) -> Page[dict[str, Any]]:
+    """Turn-log events in log order (session_start, turns, session_end), or one turn's, as seed-002
+    JSONL objects: one Query."""
     pk, _ = Conversation.key(owner, conversation_id)
     prefix = turn_prefix(turn) if turn is not None else EVENT_SK_PREFIX
-    return _page_by_prefix(pk, prefix, EventItem, limit, start_key)
+    page = _page_by_prefix(pk, prefix, EventItem, limit, start_key)
+    return Page(items=[event.to_line() for event in page.items], last_key=page.last_key)
 
 
 def page_conversations(

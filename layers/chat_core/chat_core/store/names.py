@@ -28,11 +28,13 @@ class NameTaken(Exception):
         self.conversation_id = conversation_id
 
 
-def find_name(owner: str, key: str) -> ConversationName | None:
-    """The item naming `key` for `owner` (one consistent GetItem), or None."""
+def find_name(owner: str, key: str) -> str | None:
+    """The id of the conversation `key` names for `owner` (one consistent GetItem), or None."""
     base.bind()
     try:
-        return ConversationName.get(conversation_name_pk(owner, key), NAME_SK, consistent_read=True)
+        return ConversationName.get(
+            conversation_name_pk(owner, key), NAME_SK, consistent_read=True
+        ).conversation_id
     except ConversationName.DoesNotExist:
         return None
     except PynamoDBException as exc:
@@ -57,8 +59,7 @@ def create_named(
     try:
         create_conversation(conversation, events=events, also=[("put", name, free, None)])
     except SequenceConflict as exc:  # the fresh id cannot clash: the name's condition failed
-        now = find_name(conversation.owner, key)
-        raise NameTaken(now.conversation_id if now is not None else None) from exc
+        raise NameTaken(find_name(conversation.owner, key)) from exc
 
 
 def forget(owner: str, key: str, conversation_id: str) -> None:
