@@ -243,7 +243,7 @@ def _append(
             shape = store.TreeWrite(
                 expected_leaf=conversation.active_leaf,
                 leaf=messages[-1].seq,
-                links=tree.link_items(owner, conversation_id, [(conversation.active_leaf, messages[0].seq)]),
+                links=[(conversation.active_leaf, messages[0].seq)],
             )
         try:
             store.append_messages(

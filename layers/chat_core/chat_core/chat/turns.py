@@ -102,9 +102,11 @@ def tree_write(
 ) -> store.TreeWrite:
     """How a branched write moves the active path: from `parent` through new messages from `first_seq`
     on, ending at `leaf`."""
-    links = tree.link_items(owner, conversation.conversation_id, [(parent, first_seq)])
     return store.TreeWrite(
-        expected_leaf=conversation.active_leaf, leaf=leaf, links=links, slot_parents=slot_parents
+        expected_leaf=conversation.active_leaf,
+        leaf=leaf,
+        links=[(parent, first_seq)],
+        slot_parents=slot_parents,
     )
 
 
@@ -453,11 +455,11 @@ def _reserve_turn(
         )
         _record_client_steps(recorder, recorded_in, recorded)
         unreconciled = unreconciled_replies(recent.read)
-        links: list[Any] = []
+        links: list[tuple[int, int]] = []
         if branched:
             parent = branch.parent if branch is not None else slots.previous_leaf or 0
             *recorded, user = tree.link_parents([*recorded, user], parent)
-            links = tree.link_items(owner, conversation_id, [(parent, slots.first_seq)])
+            links = [(parent, slots.first_seq)]
         try:
             slots_store.put_reserved(
                 conversation,

@@ -21,7 +21,7 @@ from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.observability import logger
 from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
-from chat_core.store.items import Conversation, EventItem, Message, Summary
+from chat_core.store.items import BranchLink, Conversation, EventItem, Message, Summary
 from chat_core.store.keys import (
     EVENT_SK_PREFIX,
     MESSAGE_SK_PREFIX,
@@ -471,13 +471,13 @@ def _reconcile(replies: Sequence[MessageRecord]) -> tuple[list[_Item], list[Any]
 @dataclass(frozen=True)
 class TreeWrite:
     """API-18: how a write moves a conversation's active path. `expected_leaf` is the active leaf as read
-    (None: the conversation never branched), `leaf` the one after the write; `links` are the branch
-    links of messages that do not follow their parent; `slot_parents` the conversation's new map of
-    regenerations' reply slots (KEEP leaves it)."""
+    (None: the conversation never branched), `leaf` the one after the write; `links` (parent, child)
+    seqs, a branch link written for each child that does not follow its parent; `slot_parents` the
+    conversation's new map of regenerations' reply slots (KEEP leaves it)."""
 
     expected_leaf: int | None
     leaf: int
-    links: Sequence[TableItem] = ()
+    links: Sequence[tuple[int, int]] = ()
     slot_parents: Mapping[str, Any] | _Keep | None = field(default_factory=_Keep)
 
     def unchanged(self) -> Any:
@@ -494,6 +494,12 @@ class TreeWrite:
         else:
             actions.append(Conversation.slot_parents.remove())
         return actions
+
+
+def link_items(conversation: ConversationRecord, pairs: Sequence[tuple[int, int]]) -> list[BranchLink]:
+    """The BranchLink items of (parent, child) pairs whose child does not follow its parent."""
+    owner, conversation_id = conversation.owner, conversation.conversation_id
+    return [BranchLink.new(owner, conversation_id, p, c) for p, c in pairs if p != c - 1]
 
 
 def append_messages(
@@ -551,7 +557,7 @@ def append_messages(
     else:
         condition = condition & tree.unchanged()
         actions += tree.actions()
-        link_puts = [("put", link, None, None) for link in tree.links]
+        link_puts = [("put", link, None, None) for link in link_items(conversation, tree.links)]
     core: list[_Item] = [
         *(("put", m.to_item(), _NEW, None) for m in messages),
         ("update", target, condition, actions),

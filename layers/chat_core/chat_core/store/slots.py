@@ -30,6 +30,7 @@ from chat_core.store.conversations import (
     _reconcile,
     _write,
     get_conversation,
+    link_items,
 )
 from chat_core.store.items import Conversation
 from chat_core.store.keys import listing_sk
@@ -139,11 +140,12 @@ def put_reserved(
     *,
     reconcile: Sequence[MessageRecord] = (),
     open_turn: OpenTurn = KEEP,
-    links: Sequence[TableItem] = (),
+    links: Sequence[tuple[int, int]] = (),
     drop_open_turn: bool = False,
 ) -> None:
     """The messages of slots `reserve_slots` took, their turn-log events and their count (and, API-18,
-    the branch links of messages that do not follow their parent), in one TransactWrite. The count is
+    the branch links of the (parent, child) `links` whose child does not follow its parent), in one
+    TransactWrite. The count is
     an ADD with no condition on the sequence, so concurrent posts never invalidate each other; a
     transaction conflict on the conversation item is retried until `deadline`.
     Replies in `reconcile` (stored on their own) are folded into the totals, as `append_messages` does;
@@ -167,7 +169,7 @@ def put_reserved(
             *(("put", m.to_item(), _NEW, None) for m in messages),
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
-            *(("put", link, None, None) for link in links),
+            *(("put", link, None, None) for link in link_items(conversation, links)),
             *ledger.charge_updates(conversation.owner, _pending_sums(reconcile)[2]),
         ]
         try:

@@ -189,11 +189,6 @@ def link_parents(messages: Sequence[MessageRecord], parent: int) -> list[Message
     return linked
 
 
-def link_items(owner: str, conversation_id: str, pairs: Sequence[tuple[int, int]]) -> list[BranchLink]:
-    """The BranchLink items of (parent, child) pairs whose child does not follow its parent."""
-    return [BranchLink.new(owner, conversation_id, p, c) for p, c in pairs if p != c - 1]
-
-
 def _expected(conversation: ConversationRecord) -> Any:
     """The condition that the conversation is live and has taken no message and no branch step since
     it was read."""
