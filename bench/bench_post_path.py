@@ -49,8 +49,7 @@ def _seed(client: Any, post: Callable[..., Any], length: int) -> str:
     from chat_core.engine import tokens
     from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
-    from chat_core.store.conversations import message_id_for
-    from chat_core.store.keys import message_sk
+    from chat_core.store.keys import message_id_for, message_sk
 
     first = post(OWNER, post_command(PostMessageIn(content=message_text(1))))
     conversation_id = str(first.body["conversation_id"])

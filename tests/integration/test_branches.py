@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -434,8 +435,7 @@ def test_a_parent_out_of_order_never_hangs_a_read(standin_llm: OpenAIStandin) ->
     leaf = _path(cid)[-1]
     message = store.find_message("alice", cid, leaf["message_id"])
     assert message is not None
-    message.parent_seq = int(message.seq) + 5
-    message.save()
+    replace(message, parent_seq=message.seq + 5).to_item().save()
     path = _path(cid)
     assert [m["content"] for m in path][-2:] == ["second, edited", leaf["content"]]
     assert api.post("third", cid).status == 201

@@ -85,7 +85,7 @@ def test_a_deleted_conversation_frees_its_key(standin_llm: OpenAIStandin) -> Non
     assert second.body["conversation_id"] != cid
     assert api.get_key("to-clear").body["messages"] == []
     # and the deleted conversation's key leaves no item of its own behind
-    assert names.find_name("alice", "to-clear").conversation_id == second.body["conversation_id"]
+    assert names.find_name("alice", "to-clear") == second.body["conversation_id"]
     assert api.delete(second.body["conversation_id"]).status == 204
     assert names.find_name("alice", "to-clear") is None
 

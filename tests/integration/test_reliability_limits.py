@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,8 +25,8 @@ from chat_core.http.schemas import MAX_POLICY_MESSAGES, MAX_SYSTEM_PROMPT_CHARS,
 from chat_core.llm.client import provider_response_record
 from chat_core.llm.completion import Completion, Usage
 from chat_core.settings import get_settings
-from chat_core.store.items import Conversation, Message, usage_map
 from chat_core.store.keys import MAX_OWNER_LENGTH, new_id
+from chat_core.store.records import ConversationRecord, MessageRecord, MessageUsage
 from chat_core.store.sizes import ITEM_BUDGET_BYTES, MAX_ITEM_BYTES, model_bytes
 
 from tests.reliability.figures import FIGURES
@@ -285,11 +286,11 @@ def _calls_at_cap() -> list[dict[str, Any]]:
         calls.append(call)
 
 
-def _assistant(content: str, **fields: Any) -> Message:
-    return Message.new(
-        "o" * MAX_OWNER_LENGTH,
-        new_id(),
-        10**9,
+def _assistant(content: str, **fields: Any) -> MessageRecord:
+    return MessageRecord(
+        owner="o" * MAX_OWNER_LENGTH,
+        conversation_id=new_id(),
+        seq=10**9,
         message_id=new_id(),
         role="assistant",
         content=content,
@@ -297,8 +298,8 @@ def _assistant(content: str, **fields: Any) -> Message:
         created_at="2026-01-01T00:00:00.000000Z",
         model="m" * 100,
         tokens=2**31,
-        usage=usage_map(2**31, 2**31, 2**32),
-        local_usage=usage_map(2**31, 2**31, 2**32),
+        usage=MessageUsage(2**31, 2**31, 2**32),
+        local_usage=MessageUsage(2**31, 2**31, 2**32),
         usage_reported=True,
         latency_ms=123456.7,
         finish_reason="tool_calls",
@@ -312,10 +313,10 @@ def test_the_largest_allowed_items_stay_under_400_kb(chat_service: None) -> None
     settings = get_settings()
     owner = "o" * MAX_OWNER_LENGTH
     # Given a user message at 5000 four-byte characters
-    user = Message.new(
-        owner,
-        new_id(),
-        10**9,
+    user = MessageRecord(
+        owner=owner,
+        conversation_id=new_id(),
+        seq=10**9,
         message_id=new_id(),
         role="user",
         content=WIDE * settings.max_content_chars,
@@ -332,9 +333,9 @@ def test_the_largest_allowed_items_stay_under_400_kb(chat_service: None) -> None
     pinned = _pins(MAX_PINNED, per_pin)
     calls = _calls_at_cap()
     pending = [{"id": c["id"], "name": c["function"]["name"]} for c in calls]
-    conversation = Conversation.new(
-        owner,
-        new_id(),
+    conversation = ConversationRecord(
+        owner=owner,
+        conversation_id=new_id(),
         title=WIDE * MAX_TITLE_CHARS,
         system_prompt=WIDE * MAX_SYSTEM_PROMPT_CHARS,
         system_tokens=2**31,
@@ -363,8 +364,7 @@ def test_the_largest_allowed_items_stay_under_400_kb(chat_service: None) -> None
     received.headers = {f"x-ratelimit-{n}": CONTROL * 512 for n in range(300)}
     record = provider_response_record(received, url="https://x.example/v1/chat/completions", error="E" * 512)
     failed = error_reply(conversation, 10**9, "e" * 10_000)
-    failed.error = {"message": "e" * 10_000, "provider_response": record}
-    fit_item(failed)
+    failed = fit_item(replace(failed, error={"message": "e" * 10_000, "provider_response": record}))
     # When their stored sizes are computed
     sizes = {
         "user": model_bytes(user),

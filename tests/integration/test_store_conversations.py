@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from chat_core.engine.costs import Charge, TokenUse
 from chat_core.store import conversations as store
-from chat_core.store import items
 from chat_core.store.base import TableItem
 from chat_core.store.keys import new_id
+from chat_core.store.records import MessageRecord, MessageUsage
 
 from tests.support import functions as api
 from tests.support.table import table_properties
@@ -22,10 +22,10 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
     recent = store.read_recent("alice", conversation_id, 10)
     conversation = recent.conversation
     assert conversation is not None
-    user = items.Message.new(
-        "alice",
-        conversation_id,
-        int(conversation.next_seq),
+    user = MessageRecord(
+        owner="alice",
+        conversation_id=conversation_id,
+        seq=conversation.next_seq,
         message_id=new_id(),
         role="user",
         content="slow question",
@@ -35,24 +35,24 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
     store.append_user_message(conversation, user, user.created_at)
     # When the conversation is deleted while the model answers, and the reply is then recorded
     assert api.delete(conversation_id).status == 204
-    reply = items.Message.new(
-        "alice",
-        conversation_id,
-        int(user.seq) + 1,
+    reply = MessageRecord(
+        owner="alice",
+        conversation_id=conversation_id,
+        seq=user.seq + 1,
         message_id=new_id(),
         role="assistant",
         content="late answer",
         created_at="2025-01-01T00:00:01.000000Z",
         tokens=4,
+        usage=MessageUsage(1, 2, 3),
     )
-    reply.usage = items.usage_map(1, 2, 3)
     charge = Charge("gpt-4o", TokenUse(prompt=1000, completion=100), 3500, "reported")
     outcome = store.record_reply(
         conversation, reply, reply.created_at, reported=(1, 2, 3), local=(1, 2), charge=charge
     )
     # Then the reply is stored (nothing lost) and the conversation does not come back in the list
     assert outcome == store.STORED_DELETED
-    assert store.read_turn("alice", conversation_id, int(user.seq))[1] is not None
+    assert store.read_turn("alice", conversation_id, user.seq)[1] is not None
     assert api.listing().body["items"] == []
     assert api.detail(conversation_id).status == 404
     # And the call it paid for is in the user's usage of that day (COST-3)

@@ -125,7 +125,7 @@ def test_seed002_session_start_on_create_and_session_end_on_delete(chat_service:
     assert turn_log(conversation_id).status == 404
     # And the stored log ends with session_end (read from the store: it stays until the retention purge)
     page = store.page_events("alice", conversation_id, 100, None)
-    stored = [item.to_line() for item in page.items]
+    stored = page.items
     assert [line["type"] for line in stored][-1] == "session_end"
     assert stored[-1]["meta"]["reason"] == "deleted"
     assert [line["type"] for line in stored][:2] == ["session_start", "turn_start"]

@@ -19,7 +19,8 @@ from chat_core.llm import provider
 from chat_core.runtime import current
 from chat_core.settings import get_settings
 from chat_core.store import conversations as store
-from chat_core.store.items import Message
+from chat_core.store.keys import message_id_for
+from chat_core.store.records import MessageRecord
 
 from tests.reliability.faults import DynamoFaults, injected
 from tests.support import functions as api
@@ -231,11 +232,11 @@ def test_issue7_3_a_late_reply_write_after_the_repair_is_refused(
     # When the original post's TransactWrite #2 arrives late: reply in slot 4, events from index 1 of turn 2
     conversation = store.get_conversation("alice", conversation_id)
     assert conversation is not None
-    late = Message.new(
-        "alice",
-        conversation_id,
-        4,
-        message_id=store.message_id_for(4),
+    late = MessageRecord(
+        owner="alice",
+        conversation_id=conversation_id,
+        seq=4,
+        message_id=message_id_for(4),
         role="assistant",
         content="finally",
         status="ok",

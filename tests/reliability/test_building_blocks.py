@@ -16,7 +16,7 @@ from chat_core.http.openapi_doc import document_responses
 from chat_core.http.route_answers import ROUTES
 from chat_core.settings import Settings
 from chat_core.store.base import CONTENTION_CAP_S, transient_cause
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 from chat_core.store.sizes import item_bytes, value_bytes
 from hypothesis import given
 from hypothesis import strategies as st
@@ -106,9 +106,9 @@ def test_contention_backoff_is_jittered_and_capped() -> None:
     assert max(contention_backoff(0) for _ in range(200)) <= 0.01
 
 
-def _message(seq: int, role: str, age_s: float) -> Message:
+def _message(seq: int, role: str, age_s: float) -> MessageRecord:
     created = (datetime.now(UTC) - timedelta(seconds=age_s)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return Message.new("o", "C", seq, message_id=f"m{seq}", role=role, created_at=created)
+    return MessageRecord("o", "C", seq, message_id=f"m{seq}", role=role, created_at=created)
 
 
 def test_only_old_empty_reply_slots_count_as_abandoned() -> None:

@@ -38,28 +38,6 @@ MAY_IMPORT: dict[str, set[str]] = {
 DOMAIN = {"chat", "dialogue"}
 #: What the domain never imports besides `http`: the store's PynamoDB item classes stay in `store`.
 DOMAIN_MAY_NOT_IMPORT = {"store.items"}
-#: Domain modules still handed PynamoDB items while the store's records replace them (issue 29): this set
-#: only shrinks, and a module leaves it when it takes records.
-ITEMS_STILL_IMPORTED_BY: set[str] = {
-    "chat.answer",
-    "chat.assembly",
-    "chat.completions",
-    "chat.create",
-    "chat.history",
-    "chat.inspector",
-    "chat.navigation",
-    "chat.paths",
-    "chat.pins",
-    "chat.post",
-    "chat.prices",
-    "chat.reads",
-    "chat.recording",
-    "chat.rules",
-    "chat.summaries",
-    "chat.summary_window",
-    "chat.turns",
-    "chat.views",
-}
 #: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.
 #: (`chat.recording` caps and records what the model answered, so it knows the model client's records.)
 MODEL_CALLERS = {"chat.post", "chat.answer", "chat.recording", "chat.summaries"}
@@ -238,23 +216,10 @@ def test_the_domain_knows_neither_the_edge_nor_the_items() -> None:
         for module, targets in graph.items()
         if _top(module) in DOMAIN
         for target in targets
-        if _top(target) == "http"
-        or (target in DOMAIN_MAY_NOT_IMPORT and module not in ITEMS_STILL_IMPORTED_BY)
+        if _top(target) == "http" or target in DOMAIN_MAY_NOT_IMPORT
     )
     # Then there are none
     assert wrong == []
-
-
-def test_the_item_importers_left_only_shrink() -> None:
-    """Architecture (README): a domain module that no longer imports `store.items` leaves the list of
-    those still handed items, so the list can only shrink."""
-    # Given the domain modules that import the item classes
-    graph = _graph()
-    importers = {m for m, targets in graph.items() if _top(m) in DOMAIN and targets & DOMAIN_MAY_NOT_IMPORT}
-    # When the list of allowed importers is compared with them
-    stale = ITEMS_STILL_IMPORTED_BY - importers
-    # Then every module on it still imports them
-    assert stale == set()
 
 
 @pytest.mark.parametrize(("name", "path"), list(_modules()), ids=lambda v: str(v))

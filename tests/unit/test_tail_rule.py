@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from chat_core.chat.completions import new_messages, split_system, text_of
 from chat_core.errors import InvalidInput
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 
 CALL = {
     "id": "call_1",
@@ -16,14 +17,14 @@ CALL = {
 }
 
 
-def _stored(*messages: dict[str, Any]) -> list[Message]:
+def _stored(*messages: dict[str, Any]) -> list[MessageRecord]:
     items = []
     for seq, message in enumerate(messages, start=1):
         items.append(
-            Message.new(
-                "alice",
-                "c1",
-                seq,
+            MessageRecord(
+                owner="alice",
+                conversation_id="c1",
+                seq=seq,
                 message_id=f"m{seq}",
                 role=message["role"],
                 content=message.get("content"),
@@ -133,6 +134,6 @@ def test_a_users_image_parts_are_kept_and_matched_as_sent() -> None:
     _, rest = split_system([{"role": "user", "content": parts}])
     assert rest == [{"role": "user", "content": parts}]
     stored = _stored(U1, A1)
-    stored[0].parts = parts
-    stored[0].content = "what is this?"
+    stored[0] = replace(stored[0], parts=parts)
+    stored[0] = replace(stored[0], content="what is this?")
     assert new_messages([{"role": "user", "content": parts}, A1, U2], stored) == [U2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from chat_core.chat import attachments, deadlines
@@ -23,7 +24,8 @@ from chat_core.llm.completion import (
 )
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import conversations as store
-from chat_core.store.items import Message, usage_map
+from chat_core.store.keys import message_id_for
+from chat_core.store.records import MessageRecord, MessageUsage
 
 
 def ask_model(
@@ -83,7 +85,7 @@ def reply_message(
     local_prompt: int,
     completion: Completion | None,
     failure: ProviderFailed | None,
-) -> tuple[Message, tuple[int, int, int], tuple[int, int]]:
+) -> tuple[MessageRecord, tuple[int, int, int], tuple[int, int]]:
     """The assistant message (ok, or error per API-2) with usage as reported and the local count (TOK-6).
 
     `local_prompt` is the window's local count from the counts stored at write time (TOK-5). A reply
@@ -91,59 +93,72 @@ def reply_message(
     """
     conversation, model = turn.conversation, turn.model
     reply_seq = required(turn.reply_seq, "the turn's reply slot")
-    reply = Message.new(
-        owner,
-        conversation.conversation_id,
-        reply_seq,
-        message_id=store.message_id_for(reply_seq),
+    reply = MessageRecord(
+        owner=owner,
+        conversation_id=conversation.conversation_id,
+        seq=reply_seq,
+        message_id=message_id_for(reply_seq),
         role="assistant",
         created_at=now_iso(),
         parent_seq=turn.reply_parent,
     )
     if completion is None:
         failure = required(failure, "the model failure")
-        reply.content = ""
-        reply.status = "error"
-        reply.model = model
-        reply.tokens = 0
-        reply.usage = usage_map(0, 0, 0)
-        reply.usage_reported = False
-        reply.local_usage = usage_map(local_prompt, 0, local_prompt)
-        reply.error = {"message": failure.message, "provider_response": failure.provider_response}
+        reply = replace(
+            reply,
+            content="",
+            status="error",
+            model=model,
+            tokens=0,
+            usage=MessageUsage(0, 0, 0),
+            usage_reported=False,
+            local_usage=MessageUsage(local_prompt, 0, local_prompt),
+            error={"message": failure.message, "provider_response": failure.provider_response},
+        )
         return reply, (0, 0, 0), (local_prompt, 0)
 
     usage = completion.usage
     calls = completion.tool_calls or None
-    local_completion = int(tokens.count_tokens(completion.content or completion.refusal or "", model))
+    local_completion = tokens.count_tokens(completion.content or completion.refusal or "", model)
     for call in calls or []:
         function = call.get("function") or {}
-        local_completion += int(tokens.count_tokens(str(function.get("name") or ""), model))
-        local_completion += int(tokens.count_tokens(str(function.get("arguments") or ""), model))
-    reply.content = completion.content if completion.content or not (calls or completion.refusal) else None
-    reply.status = "ok"
-    reply.model = completion.model or model
+        local_completion += tokens.count_tokens(str(function.get("name") or ""), model)
+        local_completion += tokens.count_tokens(str(function.get("arguments") or ""), model)
+    content = completion.content if completion.content or not (calls or completion.refusal) else None
     # A refusal goes back to the model as what it said (the window sends it as the message's content).
-    counted: dict[str, Any] = {"role": "assistant", "content": reply.content or completion.refusal}
+    counted: dict[str, Any] = {"role": "assistant", "content": content or completion.refusal}
     if calls:
-        reply.tool_calls = calls
         counted["tool_calls"] = calls
-    reply.tokens = count_message(counted, model)
-    reply.usage = usage_map(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
-    reply.usage_reported = completion.usage_reported
-    reply.local_usage = usage_map(local_prompt, local_completion, local_prompt + local_completion)
-    reply.latency_ms = round(completion.latency_ms, 1)
-    reply.finish_reason = completion.finish_reason
-    reply.refusal = completion.refusal
-    reply.extras = completion.extras
+    reply = replace(
+        reply,
+        content=content,
+        status="ok",
+        model=completion.model or model,
+        tool_calls=calls,
+        tokens=count_message(counted, model),
+        usage=MessageUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        usage_reported=completion.usage_reported,
+        local_usage=MessageUsage(local_prompt, local_completion, local_prompt + local_completion),
+        latency_ms=round(completion.latency_ms, 1),
+        finish_reason=completion.finish_reason,
+        refusal=completion.refusal,
+        extras=completion.extras,
+    )
     if completion.interrupted:
         # API-14: a stream that stopped part way: what arrived is stored, marked, never sent to the model
         # again; tool calls cut mid-way cannot be answered, so they are kept aside, not left pending.
-        reply.status = "incomplete"
-        reply.error = {"message": completion.interrupted, "provider_response": None}
+        reply = replace(
+            reply,
+            status="incomplete",
+            error={"message": completion.interrupted, "provider_response": None},
+        )
         if reply.tool_calls:
-            reply.extras = {**(completion.extras or {}), "partial_tool_calls": list(reply.tool_calls)}
-            reply.tool_calls = None
-            reply.content = reply.content or ""
+            reply = replace(
+                reply,
+                extras={**(completion.extras or {}), "partial_tool_calls": list(reply.tool_calls)},
+                tool_calls=None,
+                content=reply.content or "",
+            )
     return (
         reply,
         (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
@@ -153,7 +168,7 @@ def reply_message(
 
 def record_answer(
     turn: Turn,
-    assistant: Message,
+    assistant: MessageRecord,
     completion: Completion | None,
     failure: ProviderFailed | None,
     reported: tuple[int, int, int],
@@ -186,7 +201,7 @@ def record_answer(
             content=assistant.content or completion.refusal or "",
             tool_calls=assistant.tool_calls,
             message_id=assistant.message_id,
-            seq=int(assistant.seq),
+            seq=assistant.seq,
             model=str(assistant.model),
             tokens=step,
             usage_reported=completion.usage_reported,

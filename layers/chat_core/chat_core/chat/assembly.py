@@ -17,8 +17,7 @@ from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.items import Conversation, Message
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 
 def read_history(
@@ -45,15 +44,15 @@ def read_history(
     return paths.active_history(recent, wanted, leaf=leaf)
 
 
-def _window_message(message: Message) -> dict[str, Any]:
+def _window_message(message: MessageRecord) -> dict[str, Any]:
     """A stored message as the window engine takes it: OpenAI keys plus bookkeeping (tokens, pinned...)."""
     window: dict[str, Any] = {
         "role": message.role,
         # A refusal (API-10) is sent back as what the model said; content parts (API-15) as sent.
         "content": message.parts or message.content or message.refusal or "",
-        "tokens": int(message.tokens),
+        "tokens": message.tokens,
         "message_id": message.message_id,
-        "seq": int(message.seq),
+        "seq": message.seq,
     }
     if message.tool_calls:
         window["tool_calls"] = list(message.tool_calls)
@@ -68,7 +67,7 @@ def _window_message(message: Message) -> dict[str, Any]:
 
 
 def _pinned_messages(
-    conversation: Conversation, history: Sequence[Mapping[str, Any]]
+    conversation: ConversationRecord, history: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """WIN-3: the conversation's pinned messages older than the history the Query returned (copies kept on
     the conversation item, oldest first); pinned messages inside that history are flagged there instead."""
@@ -126,10 +125,10 @@ class AssembledWindow:
 
 
 def assemble_window(
-    conversation: Conversation,
-    history: Sequence[Message],
+    conversation: ConversationRecord,
+    history: Sequence[MessageRecord],
     content: str | list[dict[str, Any]] | None,
-    user: Message | None,
+    user: MessageRecord | None,
     model: str,
     policy_override: Mapping[str, Any] | None = None,
     *,
@@ -152,7 +151,7 @@ def assemble_window(
     system = None
     system_tokens = 0
     if conversation.system_prompt:
-        system_tokens = int(conversation.system_tokens)
+        system_tokens = conversation.system_tokens
         system = {"role": "system", "content": conversation.system_prompt, "tokens": system_tokens}
     usable = [_window_message(m) for m in summary_window.after_summary(history, summary) if m.status == "ok"]
     pinned = _pinned_messages(conversation, usable)
@@ -163,7 +162,7 @@ def assemble_window(
     tail: list[dict[str, Any]] = []
     if tail_from_seq is None:
         current = {"role": "user", "content": content or ""}
-        current["tokens"] = int(user.tokens) if user is not None else count_message(current, model)
+        current["tokens"] = user.tokens if user is not None else count_message(current, model)
         if user is not None:
             current["message_id"] = user.message_id
     else:
@@ -183,7 +182,7 @@ def assemble_window(
     if summary is not None and summary_window.summary_included(result):
         prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
-    return AssembledWindow(result, prompt + int(tokens.REPLY_PRIMING_TOKENS) + generation.tool_tokens)
+    return AssembledWindow(result, prompt + tokens.REPLY_PRIMING_TOKENS + generation.tool_tokens)
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:

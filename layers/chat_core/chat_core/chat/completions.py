@@ -25,7 +25,7 @@ from chat_core.chat.policy import MAX_POLICY_MESSAGES, count_message
 from chat_core.chat.rules import check_id, not_found, now_iso
 from chat_core.errors import InvalidInput
 from chat_core.store import conversations as store
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 
 SYSTEM_ROLES = ("system", "developer")
 #: The message keys a Chat Completions answer carries, in the order OpenAI sends them.
@@ -62,7 +62,7 @@ def _calls(calls: Any) -> list[tuple[str, str, str]]:
     return found
 
 
-def _same(sent: Mapping[str, Any], stored: Message) -> bool:
+def _same(sent: Mapping[str, Any], stored: MessageRecord) -> bool:
     """A message the client sent equals a stored one (role, text, tool calls, the call it answers)."""
     if sent["role"] != stored.role:
         return False
@@ -77,10 +77,12 @@ def _same(sent: Mapping[str, Any], stored: Message) -> bool:
     return (sent.get("tool_call_id") or None) == (stored.tool_call_id or None)
 
 
-def new_messages(sent: Sequence[Mapping[str, Any]], stored: Sequence[Message]) -> list[Mapping[str, Any]]:
+def new_messages(
+    sent: Sequence[Mapping[str, Any]], stored: Sequence[MessageRecord]
+) -> list[Mapping[str, Any]]:
     """The tail rule (see the module): the messages of `sent` that are not the newest stored ones."""
     # A failed turn (a user message, then an error reply) is not history: the client never got a reply.
-    usable: list[Message] = []
+    usable: list[MessageRecord] = []
     for message in stored:
         if message.status != "ok":
             if usable and usable[-1].role == "user":

@@ -16,15 +16,15 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import names
-from chat_core.store.items import Conversation
 from chat_core.store.keys import MAX_CONVERSATION_KEY_CHARS, is_valid_conversation_key, new_id
+from chat_core.store.records import ConversationRecord
 
 TITLE_FROM_MESSAGE_CHARS = 80
 #: Rounds of "read the name, create under it" before concurrent claims of one key give up (409).
 NAME_ATTEMPTS = 5
 
 
-def session_start(conversation: Conversation, settings: Settings) -> LogEvent:
+def session_start(conversation: ConversationRecord, settings: Settings) -> LogEvent:
 
     model = conversation.model
     return turnlog.session_start(
@@ -63,7 +63,7 @@ def new_conversation(
     defaults: dict[str, Any] | None = None,
     key: str | None = None,
     replacing: str | None = None,
-) -> Conversation:
+) -> ConversationRecord:
     """A new, empty conversation stored with its session_start event; the system prompt counted once.
     With `key` (API-21) it is named by it in the same write (names.NameTaken when the key names another
     conversation than `replacing`)."""
@@ -72,9 +72,9 @@ def new_conversation(
     system_prompt = system_prompt or None
     system_tokens = count_message({"role": "system", "content": system_prompt}, model) if system_prompt else 0
     now = now_iso()
-    conversation = Conversation.new(
-        owner,
-        new_id(),
+    conversation = ConversationRecord(
+        owner=owner,
+        conversation_id=new_id(),
         title=title,
         system_prompt=system_prompt,
         system_tokens=system_tokens,
@@ -140,23 +140,23 @@ def check_key(key: str) -> None:
         )
 
 
-def _live_named(owner: str, key: str) -> Conversation | None:
-    name = names.find_name(owner, key)
-    if name is None:
+def _live_named(owner: str, key: str) -> ConversationRecord | None:
+    named = names.find_name(owner, key)
+    if named is None:
         return None
-    conversation = store.get_conversation(owner, name.conversation_id)
+    conversation = store.get_conversation(owner, named)
     return conversation if conversation is not None and not conversation.is_deleted else None
 
 
 def _named(
     owner: str, key: str, request: ConversationSettings, *, take_live: bool
-) -> tuple[Conversation, bool]:
+) -> tuple[ConversationRecord, bool]:
     """The conversation named `key`: the live one (`take_live`, else 409), or a new one."""
     settings = _settings(request)
     for _ in range(NAME_ATTEMPTS):
-        name = names.find_name(owner, key)
-        if name is not None:
-            conversation = store.get_conversation(owner, name.conversation_id)
+        named = names.find_name(owner, key)
+        if named is not None:
+            conversation = store.get_conversation(owner, named)
             if conversation is not None and not conversation.is_deleted:
                 if not take_live:
                     raise ConversationKeyTaken(
@@ -165,9 +165,8 @@ def _named(
                         conversation_id=conversation.conversation_id,
                     )
                 return conversation, False
-        replacing = name.conversation_id if name is not None else None
         try:
-            return new_conversation(owner, key=key, replacing=replacing, **settings), True
+            return new_conversation(owner, key=key, replacing=named, **settings), True
         except names.NameTaken:
             continue  # created (or taken over) by another request meanwhile: read it again
     raise ConversationBusy("the key is being claimed by concurrent requests; retry the request")

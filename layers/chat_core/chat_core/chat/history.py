@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from chat_core.chat import attachments, paths, prices
@@ -37,8 +38,9 @@ from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import sizes, summary_item, tree
 from chat_core.store.base import contention_backoff
-from chat_core.store.items import Conversation, Message, usage_map
+from chat_core.store.keys import message_id_for
 from chat_core.store.ledger import reply_day
+from chat_core.store.records import ConversationRecord, MessageRecord, MessageUsage
 
 #: What one append may write in its one TransactWrite (DynamoDB takes 4 MB a transaction).
 MAX_APPEND_BYTES: Final = 3 * 1024 * 1024
@@ -85,14 +87,14 @@ def _text(content: str | list[Any]) -> str:
 
 def _build(
     owner: str,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     given: Sequence[Mapping[str, Any]],
     names: Sequence[str | None],
     settings: Settings,
-) -> list[Message]:
-    """The message items, from `next_seq` on, counted at write (TOK-5) with the usage given."""
+) -> list[MessageRecord]:
+    """The messages (records), from `next_seq` on, counted at write (TOK-5) with the usage given."""
     model = conversation.model
-    first = int(conversation.next_seq)
+    first = conversation.next_seq
     items = []
     for offset, (message, name) in enumerate(zip(given, names, strict=True)):
         seq = first + offset
@@ -103,11 +105,11 @@ def _build(
         counted.setdefault("content", None)
         if role == "assistant" and message.get("refusal") and not content:
             counted["content"] = message["refusal"]
-        item = Message.new(
-            owner,
-            conversation.conversation_id,
-            seq,
-            message_id=store.message_id_for(seq),
+        item = MessageRecord(
+            owner=owner,
+            conversation_id=conversation.conversation_id,
+            seq=seq,
+            message_id=message_id_for(seq),
             role=role,
             content=_text(content) if isinstance(content, list) else content,
             parts=attachments.store_parts(owner, conversation.conversation_id, parts, settings)
@@ -122,10 +124,14 @@ def _build(
             metadata=message.get("metadata"),
         )
         if role == "assistant":
-            item.model = message.get("model") or model
-            item.refusal = message.get("refusal")
             usage = message.get("usage")
-            tokens = int(item.tokens)
+            tokens = item.tokens
+            item = replace(
+                item,
+                model=message.get("model") or model,
+                refusal=message.get("refusal"),
+                local_usage=MessageUsage(0, tokens, tokens),
+            )
             if usage:
                 given_total = usage.get("total_tokens")
                 total = (
@@ -133,16 +139,16 @@ def _build(
                     if given_total is not None
                     else usage["prompt_tokens"] + usage["completion_tokens"]
                 )
-                item.usage = usage_map(usage["prompt_tokens"], usage["completion_tokens"], total)
-                item.usage_reported = True
                 details = {k: usage[k] for k in _DETAIL_KEYS if usage.get(k)}
-                if details:
-                    item.extras = {**(item.extras or {}), **details}
-                prices.cost_message(item, estimated=False, settings=settings)
+                item = replace(
+                    item,
+                    usage=MessageUsage(usage["prompt_tokens"], usage["completion_tokens"], total),
+                    usage_reported=True,
+                    extras={**(item.extras or {}), **details} if details else item.extras,
+                )
+                item, _ = prices.cost_message(item, estimated=False, settings=settings)
             else:
-                item.usage = usage_map(0, tokens, tokens)
-                item.usage_reported = False
-            item.local_usage = usage_map(0, tokens, tokens)
+                item = replace(item, usage=MessageUsage(0, tokens, tokens), usage_reported=False)
         items.append(item)
     return items
 
@@ -152,7 +158,7 @@ def _build(
 _DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
 
 
-def _charges(messages: Sequence[Message]) -> list[tuple[str, Charge]]:
+def _charges(messages: Sequence[MessageRecord]) -> list[tuple[str, Charge]]:
     """COST-2/COST-3: what appended answers with a reported usage cost, by the day they count for."""
     return [
         (reply_day(m), prices.charge_of(m))
@@ -161,17 +167,17 @@ def _charges(messages: Sequence[Message]) -> list[tuple[str, Charge]]:
     ]
 
 
-def _usage_added(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+def _usage_added(messages: Sequence[MessageRecord]) -> tuple[list[int], list[int]]:
     """What appended answers add to the totals: their reported usage, and their local count."""
     reported, local = [0, 0, 0], [0, 0]
     for message in messages:
         if message.role != "assistant":
             continue
         if message.usage_reported and message.usage is not None:
-            reported[0] += int(message.usage.prompt_tokens)
-            reported[1] += int(message.usage.completion_tokens)
-            reported[2] += int(message.usage.total_tokens)
-        local[1] += int(message.tokens)
+            reported[0] += message.usage.prompt_tokens
+            reported[1] += message.usage.completion_tokens
+            reported[2] += message.usage.total_tokens
+        local[1] += message.tokens
     return reported, local
 
 
@@ -187,7 +193,7 @@ def append_messages(
     def run() -> tuple[dict[str, Any], dict[str, Any]]:
         stored = _append(owner, conversation_id, given, settings)
         answer = {"conversation_id": conversation_id, "messages": [message_view(m) for m in stored]}
-        return answer, {"first_seq": int(stored[0].seq), "last_seq": int(stored[-1].seq)}
+        return answer, {"first_seq": stored[0].seq, "last_seq": stored[-1].seq}
 
     def replay(record: Mapping[str, Any]) -> dict[str, Any]:
         found = store.read_messages(owner, conversation_id, int(record["first_seq"]), int(record["last_seq"]))
@@ -199,7 +205,7 @@ def append_messages(
 
 def _append(
     owner: str, conversation_id: str, given: Sequence[Mapping[str, Any]], settings: Settings
-) -> list[Message]:
+) -> list[MessageRecord]:
     for attempt in range(max(1, settings.post_attempts)):
         recent = read_history(owner, conversation_id, None)
         conversation = conversation_of(recent.conversation, conversation_id)
@@ -223,23 +229,21 @@ def _append(
                 size=size,
                 limit=MAX_APPEND_BYTES,
             )
-        turn = int(conversation.turn_count or 0) + 1
+        turn = conversation.turn_count + 1
         recorder = TurnRecorder.new(turn)
         for message in messages:
             recorder.history_step(
                 "append",
                 content=message.content,
-                meta={"messageId": message.message_id, "role": message.role, "tokens": int(message.tokens)},
+                meta={"messageId": message.message_id, "role": message.role, "tokens": message.tokens},
             )
         shape = None
         if conversation.active_leaf is not None:
-            tree.link_parents(messages, int(conversation.active_leaf))
+            messages = tree.link_parents(messages, conversation.active_leaf)
             shape = store.TreeWrite(
-                expected_leaf=int(conversation.active_leaf),
-                leaf=int(messages[-1].seq),
-                links=tree.link_items(
-                    owner, conversation_id, [(int(conversation.active_leaf), int(messages[0].seq))]
-                ),
+                expected_leaf=conversation.active_leaf,
+                leaf=messages[-1].seq,
+                links=[(conversation.active_leaf, messages[0].seq)],
             )
         try:
             store.append_messages(
@@ -272,21 +276,21 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
         conversation, target = find_target(owner, conversation_id, message_id)
         if target.deleted_at is not None:
             return {"conversation_id": conversation_id, "deleted": []}
-        path = _path_from(conversation, int(target.seq))
-        if path is not None and int(target.seq) not in path:
+        path = _path_from(conversation, target.seq)
+        if path is not None and target.seq not in path:
             raise InvalidInput(
                 f"message {message_id!r} is not on the active path; switch to its branch first",
                 field="message_id",
             )
         group = [target, *_results_of(owner, conversation, target, path)]
-        seqs = {int(m.seq) for m in group}
+        seqs = {m.seq for m in group}
         pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
         changed_pins = len(pinned) != len(conversation.pinned or [])
         summary = summary_item.get_summary(owner, conversation_id)
         drop = summary.to_seq if summary is not None and summary.to_seq >= min(seqs) else None
         state = TurnState.from_json(conversation.open_turn)
         leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs
-        turn = int(conversation.turn_count or 0) + 1
+        turn = conversation.turn_count + 1
         recorder = TurnRecorder.new(turn)
         recorder.history_step("delete", meta={"messageIds": [m.message_id for m in group]})
         now = now_iso()
@@ -313,29 +317,27 @@ def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[st
     raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
 
 
-def _path_from(conversation: Conversation, seq: int) -> set[int] | None:
+def _path_from(conversation: ConversationRecord, seq: int) -> set[int] | None:
     """The seqs of the active path from `seq` on; None for a conversation that never branched (every
     message is on its path)."""
     if conversation.active_leaf is None:
         return None
-    return {int(m.seq) for m in paths.whole_path(conversation, until_seq=seq)}
+    return {m.seq for m in paths.whole_path(conversation, until_seq=seq)}
 
 
 def _results_of(
-    owner: str, conversation: Conversation, call: Message, path: set[int] | None
-) -> list[Message]:
+    owner: str, conversation: ConversationRecord, call: MessageRecord, path: set[int] | None
+) -> list[MessageRecord]:
     """The live tool results on the active path that answer `call`'s tool calls."""
     ids = {str(c.get("id")) for c in call.tool_calls or []}
     if not ids:
         return []
-    after = store.read_messages(
-        owner, conversation.conversation_id, int(call.seq) + 1, int(call.seq) + RESULTS_SEARCH
-    )
+    after = store.read_messages(owner, conversation.conversation_id, call.seq + 1, call.seq + RESULTS_SEARCH)
     return [
         m
         for m in after
         if m.role == "tool"
         and m.tool_call_id in ids
         and m.deleted_at is None
-        and (path is None or int(m.seq) in path)
+        and (path is None or m.seq in path)
     ]

@@ -15,8 +15,7 @@ from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
-from chat_core.store.items import Conversation, Message
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 #: Characters of each message's text the inspector carries (the console shows a line per message).
 PREVIEW_CHARS: Final = 160
@@ -29,7 +28,7 @@ def _preview(message: dict[str, Any]) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-def _tool_groups(history: Sequence[Message]) -> dict[str, str]:
+def _tool_groups(history: Sequence[MessageRecord]) -> dict[str, str]:
     """message_id -> the message_id of the assistant tool call it is kept or dropped with."""
     owner_of_call: dict[str, str] = {}
     groups: dict[str, str] = {}
@@ -69,15 +68,15 @@ def _row(
     }
 
 
-def _entry(message: Message, state: str, reason: str | None, group: str | None) -> dict[str, Any]:
+def _entry(message: MessageRecord, state: str, reason: str | None, group: str | None) -> dict[str, Any]:
     view: dict[str, Any] = {"role": message.role, "content": message.content or ""}
     if message.tool_calls:
         view["tool_calls"] = list(message.tool_calls)
     return _row(
         message.message_id,
-        int(message.seq),
+        message.seq,
         message.role,
-        int(message.tokens or 0),
+        message.tokens,
         state,
         reason,
         pinned=bool(message.pinned),
@@ -87,8 +86,8 @@ def _entry(message: Message, state: str, reason: str | None, group: str | None) 
 
 
 def inspect_window(
-    conversation: Conversation,
-    history: Sequence[Message],
+    conversation: ConversationRecord,
+    history: Sequence[MessageRecord],
     summary: SummaryRecord | None,
     window: WindowResult,
     model: str,
@@ -106,7 +105,7 @@ def inspect_window(
     entries: list[dict[str, Any]] = []
     if conversation.system_prompt:
         preview = _preview({"content": conversation.system_prompt})
-        tokens = int(conversation.system_tokens or 0)
+        tokens = conversation.system_tokens
         reason = "system prompt (always kept)"
         entries.append(
             _row(None, 0, "system", tokens, "kept", reason, pinned=False, group=None, preview=preview)
@@ -133,7 +132,7 @@ def inspect_window(
         group = groups.get(message.message_id)
         if message.status != "ok":
             entries.append(_entry(message, "failed", f"reply {message.status}: never sent", group))
-        elif int(message.seq) <= covered:
+        elif message.seq <= covered:
             entries.append(_entry(message, "summarised", f"in the summary of messages 1–{covered}", group))
         elif message.message_id in dropped:
             entries.append(_entry(message, "dropped", dropped[message.message_id], group))

@@ -8,6 +8,7 @@ continues from there.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from chat_core.chat.paging import decode_cursor, encode_cursor
@@ -20,8 +21,8 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 from chat_core.store import tree
-from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import MESSAGE_SK_PREFIX, conversation_pk
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 TREE_SCOPE = "tree"
 
@@ -34,22 +35,21 @@ def set_active(owner: str, conversation_id: str, message_id: str) -> dict[str, A
     for attempt in range(max(1, settings.post_attempts)):
         if attempt:
             conversation = live_conversation(owner, conversation_id)
-        turn = int(conversation.turn_count or 0) + 1
+        turn = conversation.turn_count + 1
         recorder = TurnRecorder.new(turn)
         recorder.history_step(
             "switch",
-            meta={"messageId": target.message_id, "seq": int(target.seq)},
+            meta={"messageId": target.message_id, "seq": target.seq},
         )
         try:
-            tree.move_leaf(conversation, int(target.seq), now_iso(), recorder.take_events(), turn)
+            tree.move_leaf(conversation, target.seq, now_iso(), recorder.take_events(), turn)
         except store.SequenceConflict:
             logger.info("active leaf moved meanwhile, re-reading", attempt=attempt + 1)
             continue
         metrics.add_metric(name="BranchesSwitched", unit=MetricUnit.Count, value=1)
-        conversation.active_leaf = int(target.seq)
-        conversation.open_turn = None
-        conversation.turn_count = turn
-        view = conversation_view(conversation)
+        view = conversation_view(
+            replace(conversation, active_leaf=target.seq, open_turn=None, turn_count=turn)
+        )
         view["active_message_id"] = target.message_id
         return view
     raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
@@ -69,30 +69,30 @@ def tree_page(owner: str, conversation_id: str, *, limit: int, cursor: str | Non
     start = decode_cursor(owner, scope, cursor, mine) if cursor is not None else None
     conversation = live_conversation(owner, conversation_id)
     page = store.page_messages(owner, conversation_id, limit, start)
-    messages: list[Message] = list(page.items)
+    messages: list[MessageRecord] = list(page.items)
     parents = Parents(owner, conversation, messages)
-    children: dict[int, list[int]] = {int(m.seq): [] for m in messages}
+    children: dict[int, list[int]] = {m.seq: [] for m in messages}
     if messages:
-        first, last = int(messages[0].seq), int(messages[-1].seq)
+        first, last = messages[0].seq, messages[-1].seq
         after = parents.message(last + 1) if page.last_key else None
         for message in [*messages, *([after] if after is not None else [])]:
             parent = parents.parent(message)
-            if parent is not None and int(parent.seq) in children:
-                children[int(parent.seq)].append(int(message.seq))
+            if parent is not None and parent.seq in children:
+                children[parent.seq].append(message.seq)
         links = tree.links_between(conversation, first, last) if conversation.active_leaf is not None else []
-        for link in links:
-            kids = children.setdefault(int(link.parent_seq), [])
-            if int(link.child_seq) not in kids and parents.message(int(link.child_seq)) is not None:
-                kids.append(int(link.child_seq))
+        for parent_seq, child_seq in links:
+            kids = children.setdefault(parent_seq, [])
+            if child_seq not in kids and parents.message(child_seq) is not None:
+                kids.append(child_seq)
         on_path = _path_seqs(conversation, first, messages)
     else:
         on_path = set()
     items = []
     for message in messages:
         view = with_parent(message_view(message), message, parents)
-        kids = sorted(children.get(int(message.seq), []))
+        kids = sorted(children.get(message.seq, []))
         view["children"] = [ids.message_id for seq in kids if (ids := parents.message(seq)) is not None]
-        view["active"] = int(message.seq) in on_path
+        view["active"] = message.seq in on_path
         items.append(view)
     metrics.add_metric(name="TreesRead", unit=MetricUnit.Count, value=1)
     return {
@@ -103,20 +103,16 @@ def tree_page(owner: str, conversation_id: str, *, limit: int, cursor: str | Non
     }
 
 
-def _path_seqs(conversation: Conversation, first: int, page: Sequence[Message]) -> set[int]:
+def _path_seqs(conversation: ConversationRecord, first: int, page: Sequence[MessageRecord]) -> set[int]:
     """The seqs of the page's messages that are on the active path."""
     if conversation.active_leaf is None:
-        return {int(m.seq) for m in page}  # never branched: every message is on the line
-    return {int(m.seq) for m in whole_path(conversation, until_seq=first)}
+        return {m.seq for m in page}  # never branched: every message is on the line
+    return {m.seq for m in whole_path(conversation, until_seq=first)}
 
 
-def _active_id(owner: str, conversation: Conversation, parents: Parents) -> str | None:
+def _active_id(owner: str, conversation: ConversationRecord, parents: Parents) -> str | None:
     """The id of the active path's last stored message (a reply still being written is not one yet)."""
-    seq = (
-        int(conversation.active_leaf)
-        if conversation.active_leaf is not None
-        else int(conversation.next_seq) - 1
-    )
+    seq = conversation.active_leaf if conversation.active_leaf is not None else conversation.next_seq - 1
     while seq > tree.ROOT:
         found = parents.message(seq)
         if found is not None:

@@ -19,24 +19,23 @@ from chat_core.chat.views import message_view
 from chat_core.errors import MessageNotFound
 from chat_core.store import conversations as store
 from chat_core.store import tree
-from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import MESSAGE_SK_PREFIX, is_valid_id
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 #: Queries a post may spend past its window's reach to learn whether the summary's last message is on
 #: the active path; past them the summary is left out (never a guess that could show another branch).
 SUMMARY_CHECK_QUERIES: Final = 2
 
 
-def live(messages: Sequence[Message]) -> list[Message]:
+def live(messages: Sequence[MessageRecord]) -> list[MessageRecord]:
     """The messages not deleted (API-18: a deleted message is never sent or listed again)."""
     return [m for m in messages if m.deleted_at is None]
 
 
-def on_active_path(conversation: Conversation, walked: tree.Walk, seqs: Sequence[int]) -> set[int]:
+def on_active_path(conversation: ConversationRecord, walked: tree.Walk, seqs: Sequence[int]) -> set[int]:
     """Which of `seqs` are on the path `walked` started (continuing the walk down to the lowest of them,
     at most SUMMARY_CHECK_QUERIES more Queries; what that does not reach counts as off the path)."""
-    found = {int(m.seq) for m in walked.messages}
+    found = {m.seq for m in walked.messages}
     below = [seq for seq in seqs if seq not in found and seq <= walked.next_seq]
     if below:
         further = tree.walk(
@@ -47,7 +46,7 @@ def on_active_path(conversation: Conversation, walked: tree.Walk, seqs: Sequence
             until_seq=min(below),
             max_queries=SUMMARY_CHECK_QUERIES,
         )
-        found |= {int(m.seq) for m in further.messages}
+        found |= {m.seq for m in further.messages}
     return {seq for seq in seqs if seq in found}
 
 
@@ -60,8 +59,8 @@ def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) 
         return replace(recent, messages=live(recent.messages), page=recent.messages)
     walked = tree.walk(
         conversation,
-        leaf if leaf is not None else int(conversation.active_leaf or 0),
-        known={int(m.seq): m for m in recent.messages},
+        leaf if leaf is not None else conversation.active_leaf or 0,
+        known={m.seq: m for m in recent.messages},
         covered_from=recent.covered_from,
         want=want,
     )
@@ -74,15 +73,22 @@ def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) 
     if conversation.pinned:
         # Pins follow the active path too: the window of this read sees only the path's (in memory;
         # the conversation item's list is left as it is).
-        conversation.pinned = [e for e in conversation.pinned if int(e.get("seq", 0)) in on_path]
-    return replace(recent, messages=live(walked.messages), summary=summary, page=recent.messages)
+        pinned = [e for e in conversation.pinned if int(e.get("seq", 0)) in on_path]
+        conversation = replace(conversation, pinned=pinned)
+    return replace(
+        recent,
+        conversation=conversation,
+        messages=live(walked.messages),
+        summary=summary,
+        page=recent.messages,
+    )
 
 
-def whole_path(conversation: Conversation, *, until_seq: int = 1) -> list[Message]:
+def whole_path(conversation: ConversationRecord, *, until_seq: int = 1) -> list[MessageRecord]:
     """Every message of the active path from `until_seq` on (deleted ones included), oldest first."""
     if conversation.active_leaf is None:
         raise ValueError("a conversation that never branched has no path to walk")
-    return tree.walk(conversation, int(conversation.active_leaf), until_seq=until_seq).messages
+    return tree.walk(conversation, conversation.active_leaf, until_seq=until_seq).messages
 
 
 class _Unknown(Exception):
@@ -99,19 +105,19 @@ class Parents:
     def __init__(
         self,
         owner: str,
-        conversation: Conversation,
-        known: Sequence[Message],
+        conversation: ConversationRecord,
+        known: Sequence[MessageRecord],
         *,
         fetch: bool = True,
         covered_from: int | None = None,
     ) -> None:
         self.owner = owner
         self.conversation = conversation
-        self.by_seq: dict[int, Message | None] = {int(m.seq): m for m in known}
+        self.by_seq: dict[int, MessageRecord | None] = {m.seq: m for m in known}
         self.fetch = fetch
         self.covered_from = covered_from
 
-    def message(self, seq: int) -> Message | None:
+    def message(self, seq: int) -> MessageRecord | None:
         if seq not in self.by_seq:
             if not self.fetch and (self.covered_from is None or seq < self.covered_from):
                 raise _Unknown(seq)
@@ -121,7 +127,7 @@ class Parents:
             self.by_seq[seq] = found
         return self.by_seq[seq]
 
-    def parent(self, message: Message) -> Message | None:
+    def parent(self, message: MessageRecord) -> MessageRecord | None:
         """The stored message `message` follows (None for a first message); a reply slot not filled
         yet is passed through to its own parent. Raises _Unknown (fetch=False) past what was read."""
         seq = tree.parent_seq(message)
@@ -133,7 +139,7 @@ class Parents:
         return None
 
 
-def with_parent(view: dict[str, Any], message: Message, parents: Parents) -> dict[str, Any]:
+def with_parent(view: dict[str, Any], message: MessageRecord, parents: Parents) -> dict[str, Any]:
     """`view` with `parent_id` (API-18; left out when the parent is beyond what `parents` may read) and
     `deleted_at` when the message was deleted."""
     try:
@@ -147,14 +153,16 @@ def with_parent(view: dict[str, Any], message: Message, parents: Parents) -> dic
     return view
 
 
-def path_views(owner: str, conversation: Conversation, messages: Sequence[Message]) -> list[dict[str, Any]]:
+def path_views(
+    owner: str, conversation: ConversationRecord, messages: Sequence[MessageRecord]
+) -> list[dict[str, Any]]:
     """API-18: message views with `parent_id` (the detail route's)."""
     parents = Parents(owner, conversation, messages)
     return [with_parent(message_view(m), m, parents) for m in messages]
 
 
 def path_page(
-    owner: str, conversation: Conversation, limit: int, start: Mapping[str, str] | None
+    owner: str, conversation: ConversationRecord, limit: int, start: Mapping[str, str] | None
 ) -> tuple[list[dict[str, Any]], dict[str, str] | None]:
     """One page of the active path's live messages, oldest first: the path of a conversation that never
     branched is its messages in seq order (one Query); a branched one's is walked from the active leaf
@@ -164,7 +172,7 @@ def path_page(
         shown = live(page.items)
         return path_views(owner, conversation, shown), page.last_key
     after = int(start["sk"][len(MESSAGE_SK_PREFIX) :]) if start else 0
-    path = [m for m in live(whole_path(conversation)) if int(m.seq) > after]
+    path = [m for m in live(whole_path(conversation)) if m.seq > after]
     shown, more = path[:limit], len(path) > limit
     last_key = {"pk": shown[-1].pk, "sk": shown[-1].sk} if more and shown else None
     return path_views(owner, conversation, shown), last_key
@@ -174,7 +182,9 @@ def message_not_found(message_id: str) -> MessageNotFound:
     return MessageNotFound(f"message {message_id!r} not found")
 
 
-def find_target(owner: str, conversation_id: str, message_id: str) -> tuple[Conversation, Message]:
+def find_target(
+    owner: str, conversation_id: str, message_id: str
+) -> tuple[ConversationRecord, MessageRecord]:
     """The caller's live conversation and its message `message_id` (404 for a malformed, unknown,
     deleted or another user's id): two GetItems, the message's id carries its seq."""
     check_id(conversation_id)
@@ -185,7 +195,7 @@ def find_target(owner: str, conversation_id: str, message_id: str) -> tuple[Conv
     return conversation, found
 
 
-def live_conversation(owner: str, conversation_id: str) -> Conversation:
+def live_conversation(owner: str, conversation_id: str) -> ConversationRecord:
     conversation = store.get_conversation(owner, conversation_id)
     if conversation is None or conversation.is_deleted:
         raise not_found(conversation_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from chat_core.chat.rules import check_id, not_found
@@ -13,7 +14,7 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 from chat_core.store.base import contention_backoff
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 
 #: Pinned messages per conversation, and the text their copies on the conversation item may hold.
 MAX_PINNED = 20
@@ -22,20 +23,20 @@ MAX_PINNED = 20
 MAX_PINNED_BYTES = 64 * 1024
 
 
-def _pin_entry(message: Message) -> dict[str, Any]:
+def _pin_entry(message: MessageRecord) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "seq": int(message.seq),
+        "seq": message.seq,
         "message_id": message.message_id,
         "role": message.role,
         "content": message.content or "",
-        "tokens": int(message.tokens),
+        "tokens": message.tokens,
     }
     if message.name:
         entry["name"] = message.name
     return entry
 
 
-def _check_pinnable(message: Message) -> None:
+def _check_pinnable(message: MessageRecord) -> None:
     if message.role == "tool" or message.tool_calls:
         raise PinRefused(
             "tool calls and tool results cannot be pinned: the window keeps or drops them as a group"
@@ -82,7 +83,7 @@ def pin_message(owner: str, conversation_id: str, message_id: str, pinned: bool)
         except store.PinConflict:
             time.sleep(contention_backoff(attempt))
             continue
-        message.pinned = pinned
+        message = replace(message, pinned=pinned)
         logger.info("message pinned" if pinned else "message unpinned", conversation_id=conversation_id)
         metrics.add_metric(
             name="MessagesPinned" if pinned else "MessagesUnpinned", unit=MetricUnit.Count, value=1

@@ -36,7 +36,7 @@ from chat_core.runtime import for_settings
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import idempotency as idempotency_store
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 
 
 def post_message(
@@ -130,13 +130,13 @@ def _replay(owner: str, record: Mapping[str, Any]) -> PostOutcome:
     user_seq = record.get("user_seq", first)
     reply_seq = record.get("reply_seq", first + 1)
     last = int(record.get("last_seq", first + 1))
-    found = {int(m.seq): m for m in store.read_messages(owner, conversation_id, first, last)}
+    found = {m.seq: m for m in store.read_messages(owner, conversation_id, first, last)}
     recorded = [found[s] for s in sorted(found) if s not in (user_seq, reply_seq)]
     user = found.get(int(user_seq)) if user_seq is not None else None
     assistant = found.get(int(reply_seq)) if reply_seq is not None else None
     logger.info("idempotent replay", conversation_id=conversation_id, seq=first)
     conversation = store.get_conversation(owner, conversation_id)
-    view: Callable[[Message], dict[str, Any]] = message_view
+    view: Callable[[MessageRecord], dict[str, Any]] = message_view
     if conversation is not None:
         parents = paths.Parents(owner, conversation, list(found.values()))
         view = lambda m: paths.with_parent(message_view(m), m, parents)  # noqa: E731
@@ -257,14 +257,13 @@ def _post(
         settings,
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
-    recording.fit_item(assistant)
+    assistant = recording.fit_item(assistant)
     # COST-2: a reply the model gave is priced (from its usage, else from the local count); an error
     # reply cost nothing.
-    charge = (
-        prices.cost_message(assistant, estimated=not completion.usage_reported, settings=settings)
-        if completion is not None
-        else None
-    )
+    charge = None
+    if completion is not None:
+        estimated = not completion.usage_reported
+        assistant, charge = prices.cost_message(assistant, estimated=estimated, settings=settings)
     # The turn as TransactWrite #1 left it: a failed TransactWrite #2 is closed from there.
     written = turn.recorder.state.to_json()
     open_turn = record_answer(turn, assistant, completion, failure, reported, local)
@@ -297,13 +296,13 @@ def _post(
         ) from exc
     if stored == store.STORED_ALONE:
         metrics.add_metric(name="RepliesStoredAlone", unit=MetricUnit.Count, value=1)
-        logger.warning("reply stored on its own; totals follow with the next post", seq=int(assistant.seq))
+        logger.warning("reply stored on its own; totals follow with the next post", seq=assistant.seq)
     metrics.add_metric(name="MessagesPosted", unit=MetricUnit.Count, value=1)
     logger.info(
         "turn stored",
         conversation_id=conversation_id,
         turn=turn.recorder.turn,
-        seq=int(assistant.seq),
+        seq=assistant.seq,
         status=assistant.status,
         tool_calls=len(assistant.tool_calls or []),
         kept_history=window.result.stats.kept_history,
@@ -314,7 +313,7 @@ def _post(
     return turn.outcome(body, model_failed=failure is not None)
 
 
-def _post_body(turn: Turn, assistant: Message | None) -> dict[str, Any]:
+def _post_body(turn: Turn, assistant: MessageRecord | None) -> dict[str, Any]:
     """The post's answer, each message with its `parent_id` (API-18) from what the post read: no read
     is added (the parent is the message the post continued, which its read holds)."""
     written = [*turn.recorded, *([turn.user] if turn.user is not None else [])]

@@ -12,6 +12,7 @@ logged as an error and left out (the other prices stay in effect): a pricing typ
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Final
 
 from chat_core.engine import costs
@@ -20,7 +21,7 @@ from chat_core.errors import InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.runtime import current, for_settings
 from chat_core.settings import Settings, get_settings
-from chat_core.store.items import Message
+from chat_core.store.records import MessageRecord
 
 #: The runtime's SSM provider of the price parameter (it caches the value for PRICES_CACHE_SECONDS).
 PRICES_SSM: Final = "chat.prices.ssm"
@@ -93,27 +94,27 @@ def charge(
     return costs.charge_for(model, use, price_table(settings), estimated=estimated)
 
 
-def _use_of(message: Message, estimated: bool) -> TokenUse:
+def _use_of(message: MessageRecord, estimated: bool) -> TokenUse:
     counted = message.local_usage if estimated else message.usage
     if counted is None:
         return TokenUse()
     details = None if estimated or not isinstance(message.extras, dict) else message.extras
-    return TokenUse.from_usage(int(counted.prompt_tokens), int(counted.completion_tokens), details)
+    return TokenUse.from_usage(counted.prompt_tokens, counted.completion_tokens, details)
 
 
-def cost_message(message: Message, *, estimated: bool, settings: Settings | None = None) -> Charge:
-    """COST-2: price an assistant message's model call and record it on the message (`cost_micros`,
-    `cost_status`): from its reported usage and breakdowns, or (`estimated`) from its local count."""
+def cost_message(
+    message: MessageRecord, *, estimated: bool, settings: Settings | None = None
+) -> tuple[MessageRecord, Charge]:
+    """COST-2: price an assistant message's model call: the message with it recorded (`cost_micros`,
+    `cost_status`) and the charge, from its reported usage and breakdowns, or (`estimated`) from its
+    local count."""
     found = costs.charge_for(
         str(message.model or ""), _use_of(message, estimated), price_table(settings), estimated=estimated
     )
-    message.cost_micros = found.cost_micros
-    message.cost_status = found.status
-    return found
+    return replace(message, cost_micros=found.cost_micros, cost_status=found.status), found
 
 
-def charge_of(message: Message) -> Charge:
+def charge_of(message: MessageRecord) -> Charge:
     """The charge recorded on a priced message (`cost_message` ran on it)."""
     use = _use_of(message, message.cost_status == costs.ESTIMATED)
-    cost = None if message.cost_micros is None else int(message.cost_micros)
-    return Charge(str(message.model or ""), use, cost, str(message.cost_status or costs.UNKNOWN))
+    return Charge(str(message.model or ""), use, message.cost_micros, message.cost_status or costs.UNKNOWN)

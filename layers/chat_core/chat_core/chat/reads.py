@@ -13,7 +13,6 @@ from chat_core.chat.rules import check_id, not_found
 from chat_core.chat.views import conversation_view
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
-from chat_core.store.items import Conversation
 from chat_core.store.keys import (
     EVENT_SK_PREFIX,
     MESSAGE_SK_PREFIX,
@@ -23,6 +22,7 @@ from chat_core.store.keys import (
     owner_pk,
     turn_prefix,
 )
+from chat_core.store.records import ConversationRecord
 
 LIST_SCOPE = "conversations"
 
@@ -79,9 +79,9 @@ def _words(text: str) -> list[str]:
 
 def _search(
     owner: str, limit: int, start: Mapping[str, str] | None, words: list[str]
-) -> tuple[list[Conversation], dict[str, str] | None]:
+) -> tuple[list[ConversationRecord], dict[str, str] | None]:
     """API-23: newest first, the conversations whose title holds every word; the key to go on from."""
-    found: list[Conversation] = []
+    found: list[ConversationRecord] = []
     for _ in range(SEARCH_MAX_PAGES):
         page = store.page_conversations(owner, SEARCH_PAGE, start)
         for index, conversation in enumerate(page.items):
@@ -151,6 +151,6 @@ def list_events(
     page = store.page_events(owner, conversation_id, limit, start, turn=turn)
     metrics.add_metric(name="EventsRead", unit=MetricUnit.Count, value=1)
     return EventsPage(
-        lines=[event.to_line() for event in page.items],
+        lines=page.items,
         next_cursor=encode_cursor(owner, scope, page.last_key) if page.last_key else None,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -28,8 +29,8 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import repair, sizes
 from chat_core.store.base import contention_backoff as contention_backoff
-from chat_core.store.conversations import message_id_for
-from chat_core.store.items import Conversation, Message, usage_map
+from chat_core.store.keys import message_id_for
+from chat_core.store.records import ConversationRecord, MessageRecord, MessageUsage
 
 _SHRUNK_BODY_BYTES: Final = 8 * 1024
 _MAX_ERROR_MESSAGE_CHARS: Final = 2000
@@ -95,27 +96,29 @@ def _shrunk(record: Any) -> dict[str, Any]:
     }
 
 
-def fit_item(reply: Message) -> Message:
-    """Shrink an error reply's record until the item is under the budget (never over DynamoDB's 400 KB)."""
+def fit_item(reply: MessageRecord) -> MessageRecord:
+    """The reply with its error record shrunk until the item is under the budget (never over DynamoDB's
+    400 KB)."""
     if sizes.model_bytes(reply) <= sizes.ITEM_BUDGET_BYTES or not isinstance(reply.error, dict):
         return reply
     error = dict(reply.error)
     error["message"] = str(error.get("message", ""))[:_MAX_ERROR_MESSAGE_CHARS]
     error["provider_response"] = _shrunk(error.get("provider_response"))
-    reply.error = error
+    reply = replace(reply, error=error)
     if sizes.model_bytes(reply) > sizes.ITEM_BUDGET_BYTES:
-        error["provider_response"] = {"truncated": True}
-        reply.error = error
+        reply = replace(reply, error={**error, "provider_response": {"truncated": True}})
     logger.warning("provider record shrunk to fit the item", item_bytes=sizes.model_bytes(reply))
     return reply
 
 
-def error_reply(conversation: Conversation, seq: int, message: str, *, model: str | None = None) -> Message:
+def error_reply(
+    conversation: ConversationRecord, seq: int, message: str, *, model: str | None = None
+) -> MessageRecord:
     """An assistant error message (API-1 shape, usage 0) for reply slot `seq`."""
-    return Message.new(
-        conversation.owner,
-        conversation.conversation_id,
-        seq,
+    return MessageRecord(
+        owner=conversation.owner,
+        conversation_id=conversation.conversation_id,
+        seq=seq,
         message_id=message_id_for(seq),
         role="assistant",
         content="",
@@ -123,28 +126,28 @@ def error_reply(conversation: Conversation, seq: int, message: str, *, model: st
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         model=model or conversation.model,
         tokens=0,
-        usage=usage_map(0, 0, 0),
+        usage=MessageUsage(0, 0, 0),
         usage_reported=False,
-        local_usage=usage_map(0, 0, 0),
+        local_usage=MessageUsage(0, 0, 0),
         error={"message": message, "provider_response": None},
     )
 
 
-def _conversation_tokens(conversation: Conversation) -> Tokens:
+def _conversation_tokens(conversation: ConversationRecord) -> Tokens:
     """The conversation's totals as read (an error reply adds nothing to them)."""
     return Tokens(
-        prompt=int(conversation.prompt_tokens),
-        completion=int(conversation.completion_tokens),
-        total=int(conversation.total_tokens),
-        local_prompt=int(conversation.local_prompt_tokens),
-        local_completion=int(conversation.local_completion_tokens),
+        prompt=conversation.prompt_tokens,
+        completion=conversation.completion_tokens,
+        total=conversation.total_tokens,
+        local_prompt=conversation.local_prompt_tokens,
+        local_completion=conversation.local_completion_tokens,
     )
 
 
 def _closing_events(
-    conversation: Conversation,
+    conversation: ConversationRecord,
     recorder: TurnRecorder | None,
-    reply: Message,
+    reply: MessageRecord,
     closed_by: turnlog.ClosedBy,
 ) -> list[LogEvent]:
     """The error step standing for `reply` and turn_end status error (none without a turn to close)."""
@@ -162,8 +165,8 @@ def _closing_events(
 
 
 def close_failed_turn(
-    conversation: Conversation,
-    reply: Message,
+    conversation: ConversationRecord,
+    reply: MessageRecord,
     cause: BaseException,
     *,
     turn: Mapping[str, Any] | None = None,
@@ -178,8 +181,8 @@ def close_failed_turn(
     If this fails too, the slot stays empty and the next post repairs it (`repair_abandoned`).
     """
     why = getattr(cause, "code", None) or type(cause).__name__
-    fallback = error_reply(conversation, int(reply.seq), UNSTORED_REPLY.format(cause=why), model=reply.model)
-    fallback.parent_seq = reply.parent_seq
+    fallback = error_reply(conversation, reply.seq, UNSTORED_REPLY.format(cause=why), model=reply.model)
+    fallback = replace(fallback, parent_seq=reply.parent_seq)
     state = TurnState.from_json(turn)
     recorder = TurnRecorder.resume(state) if state is not None else None
     events = _closing_events(conversation, recorder, fallback, "fallback")
@@ -188,9 +191,9 @@ def close_failed_turn(
             conversation, fallback, events=events, open_turn=turn if turn_on_item else None
         )
     except StoreUnavailable as exc:
-        logger.warning("failed turn left open for repair", seq=int(reply.seq), error=exc.message)
+        logger.warning("failed turn left open for repair", seq=reply.seq, error=exc.message)
         return False
-    logger.warning("reply not stored; turn closed as error", seq=int(reply.seq), closed=closed, cause=why)
+    logger.warning("reply not stored; turn closed as error", seq=reply.seq, closed=closed, cause=why)
     return closed
 
 
@@ -203,7 +206,7 @@ def _age_s(created_at: str | None, now: datetime) -> float:
 
 
 def abandoned_slots(
-    messages: Sequence[Message],
+    messages: Sequence[MessageRecord],
     next_seq: int,
     now: datetime,
     stale_after_s: float,
@@ -215,11 +218,11 @@ def abandoned_slots(
     TransactWrite #1 reserves the reply's slot; only a post that died (or could not write at all) leaves
     it empty for longer than a function may run. Slots of posts still running are left alone.
     """
-    by_seq = {int(m.seq): m for m in messages}
+    by_seq = {m.seq: m for m in messages}
     if not by_seq:
         return []
     slots = []
-    for seq in range(min(by_seq), int(next_seq)):
+    for seq in range(min(by_seq), next_seq):
         if seq in by_seq:
             continue
         entry = (slot_parents or {}).get(str(seq))
@@ -236,7 +239,7 @@ def abandoned_slots(
 
 
 def _abandoned_turn(
-    conversation: Conversation, message_id: str
+    conversation: ConversationRecord, message_id: str
 ) -> tuple[TurnRecorder | None, Mapping[str, Any] | None]:
     """The turn that recorded `message_id` (the message before the slot, or the one a regeneration
     answered again), resumed from its stored events, and that turn's state on the conversation item, if
@@ -255,7 +258,7 @@ def _abandoned_turn(
 
 
 def repair_abandoned(
-    conversation: Conversation, messages: Sequence[Message], settings: Settings | None = None
+    conversation: ConversationRecord, messages: Sequence[MessageRecord], settings: Settings | None = None
 ) -> int:
     """Close every abandoned reply slot among `messages` as an error turn; returns how many were closed.
 
@@ -268,18 +271,18 @@ def repair_abandoned(
     slot_parents = conversation.slot_parents or {}
     slots = abandoned_slots(
         messages,
-        int(conversation.next_seq),
+        conversation.next_seq,
         datetime.now(UTC),
         settings.abandoned_turn_seconds,
         slot_parents,
     )
-    by_seq = {int(m.seq): m for m in messages}
+    by_seq = {m.seq: m for m in messages}
     closed = 0
     for seq in slots:
         reply = error_reply(conversation, seq, INTERRUPTED_TURN)
         entry = slot_parents.get(str(seq))
         if isinstance(entry, Mapping):
-            reply.parent_seq, ref = int(entry["parent"]), str(entry.get("ref") or "")
+            reply, ref = replace(reply, parent_seq=int(entry["parent"])), str(entry.get("ref") or "")
         else:
             ref = by_seq[seq - 1].message_id
         try:

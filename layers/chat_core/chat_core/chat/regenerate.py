@@ -36,7 +36,7 @@ def regenerate_turn(
         conversation = conversation_of(recent.conversation, conversation_id)
         if attempt == 0:
             recording.repair_abandoned(conversation, recent.read, settings)
-        if not recent.messages or int(recent.messages[-1].seq) != branch.parent:
+        if not recent.messages or recent.messages[-1].seq != branch.parent:
             raise InvalidInput(
                 "the message this answer replied to is gone (deleted, or there was none): there is "
                 "nothing to answer again",
@@ -44,13 +44,13 @@ def regenerate_turn(
             )
         model = request.model or conversation.model
         settled = turn_settings(conversation.defaults, request.settings, model)
-        slot = int(conversation.next_seq)
+        slot = conversation.next_seq
         answered = recent.messages[-1]
-        turn_number = int(conversation.turn_count or 0) + 1
+        turn_number = conversation.turn_count + 1
         recorder = TurnRecorder.new(turn_number)
         recorder.turn_start(
             answered.content or "",
-            tokens=int(answered.tokens),
+            tokens=answered.tokens,
             message_id=answered.message_id,
             branch=branch.meta,
         )
@@ -76,7 +76,7 @@ def regenerate_turn(
                 break
             continue
         users = [i for i, m in enumerate(recent.messages) if m.role == "user"]
-        tail_from = int(recent.messages[users[-1]].seq) if users else branch.parent
+        tail_from = recent.messages[users[-1]].seq if users else branch.parent
         return Turn(
             conversation,
             None,

@@ -16,8 +16,8 @@ from chat_core.errors import (
     PayloadTooLarge,
 )
 from chat_core.settings import Settings, get_settings
-from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import is_valid_id
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 
 def now_iso() -> str:
@@ -100,7 +100,7 @@ def not_found(conversation_id: str) -> ConversationNotFound:
     return ConversationNotFound(f"conversation {conversation_id!r} not found")
 
 
-def conversation_of(conversation: Conversation | None, conversation_id: str = "") -> Conversation:
+def conversation_of(conversation: ConversationRecord | None, conversation_id: str = "") -> ConversationRecord:
     """The conversation a history read found; a read that found none is the caller's 404."""
     if conversation is None:
         raise not_found(conversation_id)
@@ -115,7 +115,7 @@ def required[T](value: T | None, what: str) -> T:
 
 
 def pending_calls(
-    conversation: Conversation, messages: Sequence[Message] = ()
+    conversation: ConversationRecord, messages: Sequence[MessageRecord] = ()
 ) -> tuple[TurnState | None, list[dict[str, str]]]:
     """The open turn and its pending tool calls: the conversation item's, unless a newer reply stored
     on its own (its totals still pending) says what the turn's state became."""

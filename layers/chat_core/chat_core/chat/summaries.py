@@ -27,9 +27,8 @@ from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as conversation_store
 from chat_core.store import summary_item as store
-from chat_core.store.items import Conversation, Message
 from chat_core.store.partitions import parse_conversation_pk
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 from chat_core.store.summary_item import SummarySuperseded
 
 # Tokens a rendered message line costs beyond its text ("[12] assistant: " and the newline), budgeted.
@@ -67,8 +66,8 @@ class Pending:
 
 
 def pending_span(
-    conversation: Conversation,
-    recent: Sequence[Message],
+    conversation: ConversationRecord,
+    recent: Sequence[MessageRecord],
     summary: SummaryRecord | None,
     *,
     model: str,
@@ -89,9 +88,9 @@ def pending_span(
         system = {
             "role": "system",
             "content": conversation.system_prompt,
-            "tokens": int(conversation.system_tokens),
+            "tokens": conversation.system_tokens,
         }
-    history = [{"role": m.role, "content": m.content or "", "tokens": int(m.tokens)} for m in usable]
+    history = [{"role": m.role, "content": m.content or "", "tokens": m.tokens} for m in usable]
     window = select_window(
         history=history,
         policy=window_policy(conversation.window_policy, model),
@@ -102,7 +101,7 @@ def pending_span(
     kept = window.stats.kept_history
     # The kept history is the newest contiguous run; anything older than `recent` is beyond the
     # window's reach (the read took as many messages as the window can ever hold).
-    first_kept = int(usable[len(usable) - kept].seq) if kept else int(usable[-1].seq) + 1
+    first_kept = usable[len(usable) - kept].seq if kept else usable[-1].seq + 1
     if first_kept <= covered + 1:
         return None
     return Pending(covered + 1, first_kept - 1)
@@ -128,10 +127,10 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _message_text(message: Message) -> str:
+def _message_text(message: MessageRecord) -> str:
     """One message as a transcript line's text: content, and any tool calls it made."""
     text = message.content or ""
-    calls = getattr(message, "tool_calls", None)
+    calls = message.tool_calls
     if isinstance(calls, list) and calls:
         rendered = []
         for call in calls:
@@ -141,11 +140,11 @@ def _message_text(message: Message) -> str:
     return text
 
 
-def _line(message: Message) -> str:
+def _line(message: MessageRecord) -> str:
     role = message.role
-    name = getattr(message, "name", None)
+    name = message.name
     who = f"{role} ({name})" if isinstance(name, str) and name else role
-    return f"[{int(message.seq)}] {who}: {_message_text(message)}"
+    return f"[{message.seq}] {who}: {_message_text(message)}"
 
 
 #: The summary call's `max_completion_tokens`, as a multiple of SUMMARY_MAX_TOKENS.
@@ -175,7 +174,7 @@ class SummaryRequest:
 
 def build_request(
     previous: SummaryRecord | None,
-    span: Iterable[Message],
+    span: Iterable[MessageRecord],
     pending: Pending,
     *,
     model: str,
@@ -199,7 +198,7 @@ def build_request(
     lines: list[str] = []
     last_seq = pending.first_seq - 1
     for message in span:
-        seq = int(message.seq)
+        seq = message.seq
         if seq > pending.last_seq:
             break
         if message.status != "ok":
@@ -304,7 +303,7 @@ def summarize_conversation(
 
 def _summarize_step(
     owner: str,
-    conversation: Conversation,
+    conversation: ConversationRecord,
     previous: SummaryRecord | None,
     pending: Pending,
     model: str,
@@ -316,10 +315,8 @@ def _summarize_step(
     """One incremental step: read the span, ask the model, store conditionally (the new summary, or
     None with why nothing was stored)."""
     conversation_id = conversation.conversation_id
-    span: Iterable[Message] = (
-        item
-        for item in store.iter_messages(owner, conversation_id, pending.first_seq, pending.last_seq)
-        if isinstance(item, Message)
+    span: Iterable[MessageRecord] = store.iter_messages(
+        owner, conversation_id, pending.first_seq, pending.last_seq
     )
     span = (m for m in span if m.deleted_at is None)  # API-20: a deleted message is never summarized
     if conversation.active_leaf is not None:
@@ -327,7 +324,7 @@ def _summarize_step(
         span = [
             m
             for m in paths.live(paths.whole_path(conversation, until_seq=pending.first_seq))
-            if int(m.seq) <= pending.last_seq
+            if m.seq <= pending.last_seq
         ]
     request = build_request(previous, span, pending, model=model, settings=settings)
     if request is None:
@@ -376,7 +373,7 @@ def _summarize_step(
     charge = prices.charge(
         written_by,
         input_tokens if reported else request.input_tokens,
-        output_tokens if reported else int(tokens.count_tokens(completion.content, model)),
+        output_tokens if reported else tokens.count_tokens(completion.content, model),
         completion.extras if reported else None,
         estimated=not reported,
         settings=settings,

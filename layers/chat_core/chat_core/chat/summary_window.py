@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chat_core.engine.window import WindowResult
-from chat_core.store.items import Message
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import MessageRecord, SummaryRecord
 
 #: The id a summary carries in window stats (`dropped` refs, when it does not fit).
 SUMMARY_REF = "summary"
@@ -32,7 +31,7 @@ def summary_message(summary: SummaryRecord) -> dict[str, Any]:
     }
 
 
-def after_summary(history: Sequence[Message], summary: SummaryRecord | None) -> list[Message]:
+def after_summary(history: Sequence[MessageRecord], summary: SummaryRecord | None) -> list[MessageRecord]:
     """The history a window may choose from besides the summary: only messages newer than its range.
 
     The summary stands for everything up to `to_seq`, so those messages are not sent a second time.
@@ -40,7 +39,7 @@ def after_summary(history: Sequence[Message], summary: SummaryRecord | None) -> 
     if summary is None:
         return list(history)
     covered = summary.to_seq
-    return [m for m in history if int(m.seq) > covered]
+    return [m for m in history if m.seq > covered]
 
 
 def summary_included(window: WindowResult) -> bool:
@@ -60,6 +59,6 @@ def summary_stats(summary: SummaryRecord | None, window: WindowResult) -> dict[s
         "created_at": summary.created_at,
         "rounds": summary.rounds,
         # COST-2: what summarizing this conversation has cost, every round together (micro-dollars).
-        "cost_micros": int(summary.cost_total_micros or 0),
+        "cost_micros": summary.cost_total_micros,
         "included": summary_included(window),
     }

@@ -25,9 +25,8 @@ from chat_core.store import conversations as store
 from chat_core.store import slots as slots_store
 from chat_core.store import tree
 from chat_core.store.base import wait_to_retry
-from chat_core.store.items import Conversation, Message
-from chat_core.store.keys import new_id
-from chat_core.store.records import SummaryRecord
+from chat_core.store.keys import message_id_for, new_id
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 
 @dataclass(frozen=True)
@@ -39,10 +38,10 @@ class Turn:
     `reply_seq` is None when the turn ended at MAX_TURN_STEPS and no model call follows.
     """
 
-    conversation: Conversation
-    user: Message | None
-    recorded: list[Message]
-    history: list[Message]
+    conversation: ConversationRecord
+    user: MessageRecord | None
+    recorded: list[MessageRecord]
+    history: list[MessageRecord]
     model: str
     recorder: TurnRecorder
     first_seq: int
@@ -58,7 +57,7 @@ class Turn:
     reply_parent: int | None = None
     #: Every message the post's Query read, and the seq from which it read all (API-18: the answer's
     #: `parent_id`s come from them, without another read).
-    read: Sequence[Message] = ()
+    read: Sequence[MessageRecord] = ()
     covered_from: int = 1
 
     def outcome(
@@ -71,7 +70,7 @@ class Turn:
             model_failed=model_failed,
             reply_stored=reply_stored,
             seq=self.first_seq,
-            user_seq=int(self.user.seq) if self.user is not None else None,
+            user_seq=self.user.seq if self.user is not None else None,
             reply_seq=self.reply_seq,
             last_seq=last,
         )
@@ -84,7 +83,7 @@ class Branch:
     beside `of` (an answer) and stores no user message."""
 
     kind: Literal["edit", "regenerate"]
-    of: Message
+    of: MessageRecord
     parent: int
 
     @property
@@ -93,7 +92,7 @@ class Branch:
 
 
 def tree_write(
-    conversation: Conversation,
+    conversation: ConversationRecord,
     owner: str,
     parent: int,
     first_seq: int,
@@ -103,9 +102,12 @@ def tree_write(
 ) -> store.TreeWrite:
     """How a branched write moves the active path: from `parent` through new messages from `first_seq`
     on, ending at `leaf`."""
-    expected = int(conversation.active_leaf) if conversation.active_leaf is not None else None
-    links = tree.link_items(owner, conversation.conversation_id, [(parent, first_seq)])
-    return store.TreeWrite(expected_leaf=expected, leaf=leaf, links=links, slot_parents=slot_parents)
+    return store.TreeWrite(
+        expected_leaf=conversation.active_leaf,
+        leaf=leaf,
+        links=[(parent, first_seq)],
+        slot_parents=slot_parents,
+    )
 
 
 def _stored_parts(
@@ -124,15 +126,15 @@ def _user_message(
     request: PostMessage,
     model: str,
     stored_parts: list[dict[str, Any]] | None,
-) -> Message:
+) -> MessageRecord:
     """The user's message: its text as `content`, its content parts (API-15) as stored, counted once as
     sent (TOK-5; parts other than text at a flat NON_TEXT_PART_TOKENS each)."""
     content, parts = request.text or "", request.parts
-    return Message.new(
-        owner,
-        conversation_id,
-        seq,
-        message_id=store.message_id_for(seq),
+    return MessageRecord(
+        owner=owner,
+        conversation_id=conversation_id,
+        seq=seq,
+        message_id=message_id_for(seq),
         role="user",
         content=content,
         parts=stored_parts,
@@ -149,8 +151,8 @@ def _recorded_messages(
     recorded: Sequence[Mapping[str, Any]],
     names: Sequence[str | None],
     model: str,
-) -> list[Message]:
-    """Message items for the tool messages a post records, from `first_seq` on (TOK-4 counts at write)."""
+) -> list[MessageRecord]:
+    """The tool messages a post records (as records), from `first_seq` on (TOK-4 counts at write)."""
 
     items = []
     for offset, (message, name) in enumerate(zip(recorded, names, strict=True)):
@@ -158,11 +160,11 @@ def _recorded_messages(
         counted = {key: message[key] for key in OPENAI_KEYS if message.get(key) is not None}
         counted.setdefault("content", None)
         items.append(
-            Message.new(
-                owner,
-                conversation_id,
-                seq,
-                message_id=store.message_id_for(seq),
+            MessageRecord(
+                owner=owner,
+                conversation_id=conversation_id,
+                seq=seq,
+                message_id=message_id_for(seq),
                 role=message["role"],
                 content=message.get("content"),
                 status="ok",
@@ -177,10 +179,10 @@ def _recorded_messages(
 
 
 def _record_client_steps(
-    recorder: TurnRecorder, recorded: Sequence[Mapping[str, Any]], items: Sequence[Message]
+    recorder: TurnRecorder, recorded: Sequence[Mapping[str, Any]], items: Sequence[MessageRecord]
 ) -> None:
     for message, item in zip(recorded, items, strict=True):
-        recorder.client_message(message, message_id=item.message_id, tokens=int(item.tokens))
+        recorder.client_message(message, message_id=item.message_id, tokens=item.tokens)
 
 
 def start_conversation(owner: str, request: PostMessage, settings: Settings) -> Turn:
@@ -197,9 +199,9 @@ def start_conversation(owner: str, request: PostMessage, settings: Settings) -> 
     stored_parts = _stored_parts(owner, conversation_id, request, settings)
     user = _user_message(owner, conversation_id, 1 + len(recorded), request, model, stored_parts)
     title = title_from(request.text or "")
-    conversation = Conversation.new(
-        owner,
-        conversation_id,
+    conversation = ConversationRecord(
+        owner=owner,
+        conversation_id=conversation_id,
         title=title,
         model=model,
         created_at=user.created_at,
@@ -208,10 +210,10 @@ def start_conversation(owner: str, request: PostMessage, settings: Settings) -> 
     )
     started = session_start(conversation, settings)
     recorder = TurnRecorder.new(1)
-    recorder.turn_start(request.text or "", tokens=int(user.tokens), message_id=user.message_id)
+    recorder.turn_start(request.text or "", tokens=user.tokens, message_id=user.message_id)
     _record_client_steps(recorder, recorded_in, recorded)
     events = [started, *recorder.take_events()]
-    store.create_with_first_message(conversation, user, recorded=recorded, events=events)
+    conversation = store.create_with_first_message(conversation, user, recorded=recorded, events=events)
     logger.info("conversation created", conversation_id=conversation_id, model=model)
     return Turn(
         conversation,
@@ -221,17 +223,17 @@ def start_conversation(owner: str, request: PostMessage, settings: Settings) -> 
         model,
         recorder,
         first_seq=1,
-        reply_seq=int(user.seq) + 1,
+        reply_seq=user.seq + 1,
         generation=settled,
     )
 
 
-def unreconciled_replies(messages: Sequence[Message]) -> list[Message]:
+def unreconciled_replies(messages: Sequence[MessageRecord]) -> list[MessageRecord]:
     """Replies stored on their own whose totals the conversation item still lacks."""
     return [m for m in messages if m.pending_totals is not None]
 
 
-def _turn_state_to_catch_up(unreconciled: Sequence[Message]) -> store.OpenTurn:
+def _turn_state_to_catch_up(unreconciled: Sequence[MessageRecord]) -> store.OpenTurn:
     """The turn state the newest reply stored on its own decided, for the conversation item to take
     now (KEEP when none of them changed it)."""
     pending = unreconciled[-1].pending_totals if unreconciled else None
@@ -241,14 +243,14 @@ def _turn_state_to_catch_up(unreconciled: Sequence[Message]) -> store.OpenTurn:
     return store.KEEP
 
 
-def conversation_tokens(conversation: Conversation, step: Tokens | None = None) -> Tokens:
+def conversation_tokens(conversation: ConversationRecord, step: Tokens | None = None) -> Tokens:
     """The conversation's totals as read by this post, plus this step (turn_end `conversationTokens`)."""
     totals = Tokens(
-        prompt=int(conversation.prompt_tokens),
-        completion=int(conversation.completion_tokens),
-        total=int(conversation.total_tokens),
-        local_prompt=int(conversation.local_prompt_tokens),
-        local_completion=int(conversation.local_completion_tokens),
+        prompt=conversation.prompt_tokens,
+        completion=conversation.completion_tokens,
+        total=conversation.total_tokens,
+        local_prompt=conversation.local_prompt_tokens,
+        local_completion=conversation.local_completion_tokens,
     )
     return totals.add(step) if step is not None else totals
 
@@ -313,7 +315,7 @@ def append_to_conversation(
             if reserved is not None:
                 return reserved
             continue  # it branched (or a store said it had not) meanwhile: read it again
-        seq = int(conversation.next_seq)
+        seq = conversation.next_seq
         recorded = _recorded_messages(owner, conversation_id, seq, recorded_in, names, model)
         user = None
         if request.has_content:
@@ -322,12 +324,12 @@ def append_to_conversation(
         if state is not None and pending:
             recorder = TurnRecorder.resume(state)
         else:
-            turn_number = int(conversation.turn_count or 0) + 1
+            turn_number = conversation.turn_count + 1
             recorder = TurnRecorder.new(turn_number)
             user = required(user, "the turn's user message")
             recorder.turn_start(
                 user.content or "",
-                tokens=int(user.tokens),
+                tokens=user.tokens,
                 message_id=user.message_id,
                 branch=branch.meta if branch is not None else None,
             )
@@ -348,9 +350,11 @@ def append_to_conversation(
         reply_seq = None if at_limit else seq + len(messages)
         shape: store.TreeWrite | None = None
         if branched:
-            parent = branch.parent if branch is not None else int(conversation.active_leaf or 0)
-            tree.link_parents(messages, parent)
-            leaf = reply_seq if reply_seq is not None else int(messages[-1].seq)
+            parent = branch.parent if branch is not None else conversation.active_leaf or 0
+            messages = tree.link_parents(messages, parent)
+            recorded = messages[: len(recorded)]
+            user = messages[-1] if user is not None else None
+            leaf = reply_seq if reply_seq is not None else messages[-1].seq
             shape = tree_write(conversation, owner, parent, seq, leaf)
         try:
             store.append_messages(
@@ -445,17 +449,17 @@ def _reserve_turn(
         recorder = TurnRecorder.new(slots.turn)
         recorder.turn_start(
             user.content or "",
-            tokens=int(user.tokens),
+            tokens=user.tokens,
             message_id=user.message_id,
             branch=branch.meta if branch is not None else None,
         )
         _record_client_steps(recorder, recorded_in, recorded)
         unreconciled = unreconciled_replies(recent.read)
-        links: list[Any] = []
+        links: list[tuple[int, int]] = []
         if branched:
-            parent = branch.parent if branch is not None else int(slots.previous_leaf or 0)
-            tree.link_parents([*recorded, user], parent)
-            links = tree.link_items(owner, conversation_id, [(parent, slots.first_seq)])
+            parent = branch.parent if branch is not None else slots.previous_leaf or 0
+            *recorded, user = tree.link_parents([*recorded, user], parent)
+            links = [(parent, slots.first_seq)]
         try:
             slots_store.put_reserved(
                 conversation,

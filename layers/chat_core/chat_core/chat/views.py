@@ -9,8 +9,7 @@ from typing import Any
 from chat_core.chat import attachments
 from chat_core.chat.rules import pending_calls
 from chat_core.engine.costs import micros_to_dollars
-from chat_core.store.items import Conversation, Message
-from chat_core.store.partitions import parse_conversation_pk
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 
 @dataclass(frozen=True)
@@ -27,11 +26,11 @@ class PostOutcome:
     last_seq: int = 0
 
 
-def _usage(prompt: float, completion: float, total: float) -> dict[str, int]:
-    return {"prompt_tokens": int(prompt), "completion_tokens": int(completion), "total_tokens": int(total)}
+def _usage(prompt: int, completion: int, total: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
-def _answer_details(message: Message, view: dict[str, Any]) -> None:
+def _answer_details(message: MessageRecord, view: dict[str, Any]) -> None:
     """API-10: how the model's answer ended and what else it sent besides text and tool calls."""
     if message.status != "ok":
         return
@@ -51,7 +50,7 @@ def _answer_details(message: Message, view: dict[str, Any]) -> None:
         view["usage_details"] = details
 
 
-def message_view(message: Message) -> dict[str, Any]:
+def message_view(message: MessageRecord) -> dict[str, Any]:
     """API-1 message object: assistant messages add model and usage, error ones add error.
 
     Only when they apply: `tool_calls` (content may then be null), `tool_call_id` and `name` on tool
@@ -79,8 +78,10 @@ def message_view(message: Message) -> dict[str, Any]:
         # API-15: the content parts as sent; `content` is their text. API-17: a part kept in S3 shows
         # its reference and a presigned URL instead of its bytes.
         parts = list(message.parts)
-        where = parse_conversation_pk(str(message.pk)) if attachments.has_blobs(parts) else None
-        view["content_parts"] = attachments.view_parts(parts, *where) if where else parts
+        where = (message.owner, message.conversation_id)
+        view["content_parts"] = (
+            attachments.view_parts(parts, *where) if attachments.has_blobs(parts) else parts
+        )
     if message.pinned:
         view["pinned"] = True
     if message.metadata is not None:
@@ -105,25 +106,24 @@ def message_view(message: Message) -> dict[str, Any]:
     return view
 
 
-def cost_view(micros: Any, status: str | None = None) -> dict[str, Any]:
+def cost_view(micros: int | None, status: str | None = None) -> dict[str, Any]:
     """COST-2: a cost for people and programs: integer micro-dollars (None: the model has no price),
     the same in dollars, and how it was found (`reported` usage, `estimated` from the local count,
     `unknown`)."""
-    known = micros is not None
     view: dict[str, Any] = {
-        "micros": int(micros) if known else None,
-        "usd": micros_to_dollars(int(micros)) if known else None,
+        "micros": micros,
+        "usd": micros_to_dollars(micros) if micros is not None else None,
     }
     if status is not None:
         view["status"] = status
     return view
 
 
-def conversation_view(conversation: Conversation) -> dict[str, Any]:
+def conversation_view(conversation: ConversationRecord) -> dict[str, Any]:
     """The conversation object: settings, counts, usage as reported and the local count beside it (TOK-6)."""
     local_prompt, local_completion = (
-        int(conversation.local_prompt_tokens),
-        int(conversation.local_completion_tokens),
+        conversation.local_prompt_tokens,
+        conversation.local_completion_tokens,
     )
     _, pending = pending_calls(conversation)
     return {
@@ -134,7 +134,7 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
         "model": conversation.model,
         "window_policy": conversation.window_policy,
         "defaults": conversation.defaults or None,
-        "message_count": int(conversation.message_count),
+        "message_count": conversation.message_count,
         "usage": _usage(
             conversation.prompt_tokens, conversation.completion_tokens, conversation.total_tokens
         ),
@@ -142,9 +142,9 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
         # COST-2: what its replies cost so far; `unpriced_calls` replies were of a model without a price.
         "cost": {
             **cost_view(conversation.cost_micros or 0),
-            "unpriced_calls": int(conversation.unpriced_calls or 0),
+            "unpriced_calls": conversation.unpriced_calls,
         },
-        "turn_count": int(conversation.turn_count or 0),
+        "turn_count": conversation.turn_count,
         "pinned_message_ids": [e["message_id"] for e in conversation.pinned or []],
         # Tool calls of the model's last answer still waiting for results (post them to continue).
         "pending_tool_calls": pending,
@@ -155,10 +155,10 @@ def conversation_view(conversation: Conversation) -> dict[str, Any]:
 
 def post_body(
     conversation_id: str,
-    recorded: Sequence[Message],
-    user: Message | None,
-    assistant: Message | None,
-    view: Callable[[Message], dict[str, Any]] = message_view,
+    recorded: Sequence[MessageRecord],
+    user: MessageRecord | None,
+    assistant: MessageRecord | None,
+    view: Callable[[MessageRecord], dict[str, Any]] = message_view,
 ) -> dict[str, Any]:
     """`{conversation_id, messages?, user_message, assistant_message}`: `messages` (the tool messages the
     post recorded) only when there were some; `user_message` is null on a post of tool results and

@@ -1,12 +1,12 @@
-"""Conversations and messages in the single table: items, the post path's reads/writes, listing, delete."""
+"""Conversations and messages in the single table: the post path's reads/writes, listing, delete. Reads
+return records (`store.records`); writes take them and build the items."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,17 +21,17 @@ from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.observability import logger
 from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
-from chat_core.store.items import Conversation, EventItem, Message, Summary
+from chat_core.store.items import BranchLink, Conversation, EventItem, Message, Summary
 from chat_core.store.keys import (
     EVENT_SK_PREFIX,
     MESSAGE_SK_PREFIX,
-    is_valid_id,
     listing_sk,
     message_sk,
     owner_pk,
+    seq_in_message_id,
     turn_prefix,
 )
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 
 @dataclass(frozen=True)
@@ -39,16 +39,16 @@ class Recent:
     """What the post path's single Query returns: the conversation, its newest messages (oldest first)
     and its summary of earlier messages, if it has one (seed 001)."""
 
-    conversation: Conversation | None
-    messages: list[Message]
+    conversation: ConversationRecord | None
+    messages: list[MessageRecord]
     summary: SummaryRecord | None = None
     #: Whether the Query read every message (else `messages` are the newest ones only).
     exhaustive: bool = False
     #: API-18: every message the Query read (on a branched conversation `messages` is the active path).
-    page: list[Message] | None = None
+    page: list[MessageRecord] | None = None
 
     @property
-    def read(self) -> list[Message]:
+    def read(self) -> list[MessageRecord]:
         """Every message read, on the active path or not (repairs and pending totals look at all)."""
         return self.page if self.page is not None else self.messages
 
@@ -58,14 +58,14 @@ class Recent:
         read = self.read
         if self.exhaustive or not read:
             return 1
-        return min(int(m.seq) for m in read)
+        return min(m.seq for m in read)
 
 
 @dataclass(frozen=True)
-class Page:
+class Page[T]:
     """One page of a Query plus the key to continue from (None when this was the last page)."""
 
-    items: list[Any]
+    items: list[T]
     last_key: dict[str, str] | None
 
 
@@ -112,43 +112,46 @@ def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
         limit=messages + 2,
         consistent_read=True,
     )
-    conversation: Conversation | None = None
+    conversation: ConversationRecord | None = None
     summary: SummaryRecord | None = None
-    found: list[Message] = []
+    found: list[MessageRecord] = []
     for item in _items(raw):
         if isinstance(item, Conversation):
-            conversation = item
+            conversation = ConversationRecord.of(item)
         elif isinstance(item, Summary):
             summary = SummaryRecord.of(item)
         elif isinstance(item, Message):
-            found.append(item)
+            found.append(MessageRecord.of(item))
     exhaustive = len(raw.get("Items", [])) < messages + 2
     del found[messages:]
     found.reverse()
     return Recent(conversation=conversation, messages=found, summary=summary, exhaustive=exhaustive)
 
 
-def get_conversation(owner: str, conversation_id: str) -> Conversation | None:
+def get_conversation(owner: str, conversation_id: str) -> ConversationRecord | None:
     """GetItem of the conversation item (None when absent; deleted ones are returned, callers decide)."""
     base.bind()
     pk, sk = Conversation.key(owner, conversation_id)
     try:
-        return Conversation.get(pk, sk, consistent_read=True)
+        return ConversationRecord.of(Conversation.get(pk, sk, consistent_read=True))
     except Conversation.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
 
 
-def page_messages(owner: str, conversation_id: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
-    """Messages oldest first, one Query of `limit + 1` to know whether another page exists."""
+def page_messages(
+    owner: str, conversation_id: str, limit: int, start_key: Mapping[str, str] | None
+) -> Page[MessageRecord]:
+    """Messages (records) oldest first, one Query of `limit + 1` to know whether another page exists."""
     pk, _ = Conversation.key(owner, conversation_id)
-    return _page_by_prefix(pk, MESSAGE_SK_PREFIX, Message, limit, start_key)
+    page = _page_by_prefix(pk, MESSAGE_SK_PREFIX, Message, limit, start_key)
+    return Page(items=[MessageRecord.of(m) for m in page.items], last_key=page.last_key)
 
 
 def _page_by_prefix(
     pk: str, prefix: str, kind: type[TableItem], limit: int, start_key: Mapping[str, str] | None
-) -> Page:
+) -> Page[Any]:
     """Items of one kind whose sk starts with `prefix`, in sk order; `limit + 1` tells whether more exist."""
     raw = _query(
         pk,
@@ -164,7 +167,9 @@ def _page_by_prefix(
     return Page(items=page, last_key=last_key)
 
 
-def read_turn(owner: str, conversation_id: str, seq: int) -> tuple[Message | None, Message | None]:
+def read_turn(
+    owner: str, conversation_id: str, seq: int
+) -> tuple[MessageRecord | None, MessageRecord | None]:
     """The user message at `seq` and the reply after it: one Query (an idempotent replay re-reads these)."""
     pk, _ = Conversation.key(owner, conversation_id)
     raw = _query(
@@ -172,11 +177,11 @@ def read_turn(owner: str, conversation_id: str, seq: int) -> tuple[Message | Non
         range_key_condition=TableItem.sk.between(message_sk(seq), message_sk(seq + 1)),
         consistent_read=True,
     )
-    found = {int(m.seq): m for m in _items(raw) if isinstance(m, Message)}
+    found = {m.seq: m for m in _records(raw)}
     return found.get(seq), found.get(seq + 1)
 
 
-def read_messages(owner: str, conversation_id: str, first_seq: int, last_seq: int) -> list[Message]:
+def read_messages(owner: str, conversation_id: str, first_seq: int, last_seq: int) -> list[MessageRecord]:
     """Messages with `first_seq <= seq <= last_seq`, oldest first: one Query (a replay re-reads a post's)."""
     pk, _ = Conversation.key(owner, conversation_id)
     raw = _query(
@@ -184,40 +189,14 @@ def read_messages(owner: str, conversation_id: str, first_seq: int, last_seq: in
         range_key_condition=TableItem.sk.between(message_sk(first_seq), message_sk(last_seq)),
         consistent_read=True,
     )
-    return [m for m in _items(raw) if isinstance(m, Message)]
+    return _records(raw)
 
 
-# Message ids are ULID-like (26 Crockford base32 characters, time first) with the message's sequence number
-# inside their 80 "random" bits (40 bits of seq, 40 random), so PATCH can find a message by id with one
-# GetItem. Ids made before this layout (all random) are found by a filtered Query instead.
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_SEQ_BITS = 40
-_RANDOM_BITS = 40
+def _records(raw: Mapping[str, Any]) -> list[MessageRecord]:
+    return [MessageRecord.of(m) for m in _items(raw) if isinstance(m, Message)]
 
 
-def message_id_for(seq: int, now_ms: int | None = None) -> str:
-    """A fresh message id that carries `seq` (see `seq_in_message_id`)."""
-    ms = int(time.time() * 1000) if now_ms is None else now_ms
-    tail = ((seq % (1 << _SEQ_BITS)) << _RANDOM_BITS) | int.from_bytes(os.urandom(5), "big")
-    value = (ms << (_SEQ_BITS + _RANDOM_BITS)) | tail
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
-
-
-def seq_in_message_id(message_id: str) -> int | None:
-    """The sequence number a message id carries (None for a malformed id)."""
-    if not is_valid_id(message_id):
-        return None
-    value = 0
-    for ch in message_id:
-        value = (value << 5) | _CROCKFORD.index(ch)
-    return (value >> _RANDOM_BITS) & ((1 << _SEQ_BITS) - 1)
-
-
-def find_message(owner: str, conversation_id: str, message_id: str) -> Message | None:
+def find_message(owner: str, conversation_id: str, message_id: str) -> MessageRecord | None:
     """The message with `message_id` in one conversation: one GetItem by the seq its id carries, else
     (ids made before seqs were carried) a Query of the conversation's messages filtered on the id."""
     seq = seq_in_message_id(message_id)
@@ -236,20 +215,19 @@ def find_message(owner: str, conversation_id: str, message_id: str) -> Message |
             consistent_read=True,
             exclusive_start_key=start,
         )
-        for item in _items(raw):
-            if isinstance(item, Message):
-                return item
+        for record in _records(raw):
+            return record
         start = raw.get("LastEvaluatedKey")
         if not start:
             return None
 
 
-def get_message(owner: str, conversation_id: str, seq: int) -> Message | None:
+def get_message(owner: str, conversation_id: str, seq: int) -> MessageRecord | None:
     """GetItem of the message at `seq` (None when there is none)."""
     base.bind()
     pk, sk = Message.key(owner, conversation_id, seq)
     try:
-        return Message.get(pk, sk, consistent_read=True)
+        return MessageRecord.of(Message.get(pk, sk, consistent_read=True))
     except Message.DoesNotExist:
         return None
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
@@ -263,15 +241,19 @@ def page_events(
     start_key: Mapping[str, str] | None,
     *,
     turn: int | None = None,
-) -> Page:
-    """Turn-log events in log order (session_start, turns, session_end), or one turn's: one Query."""
+) -> Page[dict[str, Any]]:
+    """Turn-log events in log order (session_start, turns, session_end), or one turn's, as seed-002
+    JSONL objects: one Query."""
     pk, _ = Conversation.key(owner, conversation_id)
     prefix = turn_prefix(turn) if turn is not None else EVENT_SK_PREFIX
-    return _page_by_prefix(pk, prefix, EventItem, limit, start_key)
+    page = _page_by_prefix(pk, prefix, EventItem, limit, start_key)
+    return Page(items=[event.to_line() for event in page.items], last_key=page.last_key)
 
 
-def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | None) -> Page:
-    """Live conversations by `updated_at`, newest first, from the sparse listing index."""
+def page_conversations(
+    owner: str, limit: int, start_key: Mapping[str, str] | None
+) -> Page[ConversationRecord]:
+    """Live conversations (records) by `updated_at`, newest first, from the sparse listing index."""
     raw = _query(
         owner_pk(owner),
         index_name="gsi1",
@@ -281,7 +263,8 @@ def page_conversations(owner: str, limit: int, start_key: Mapping[str, str] | No
     )
     found = [item for item in _items(raw) if isinstance(item, Conversation) and not item.is_deleted]
     page, more = found[:limit], len(found) > limit
-    return Page(items=page, last_key=page[-1].listing_key() if more and page else None)
+    last_key = page[-1].listing_key() if more and page else None
+    return Page(items=[ConversationRecord.of(c) for c in page], last_key=last_key)
 
 
 def _start_key(key: Mapping[str, str] | None) -> dict[str, dict[str, str]] | None:
@@ -340,7 +323,7 @@ OpenTurn = Mapping[str, Any] | _Keep | None
 _TX_ITEMS = 100  # DynamoDB's limit of items per TransactWriteItems
 
 
-def _event_puts(conversation: Conversation, events: Sequence[LogEvent]) -> list[_Item]:
+def _event_puts(conversation: ConversationRecord, events: Sequence[LogEvent]) -> list[_Item]:
     return [
         ("put", EventItem.new(conversation.owner, conversation.conversation_id, e), _NEW, None)
         for e in events
@@ -372,7 +355,7 @@ def _write(core: list[_Item], events: list[_Item], token: str) -> None:
             continue  # only a retry of the same reply gets here: those events are stored already
 
 
-def _committed(message: Message) -> bool:
+def _committed(message: MessageRecord) -> bool:
     """Whether `message` itself is stored: a transaction cancelled because its slot is taken may be our
     own earlier attempt, committed although its response never arrived (a ClientRequestToken older
     than DynamoDB's 10-minute window, or a store that ignores tokens)."""
@@ -387,38 +370,41 @@ def _committed(message: Message) -> bool:
 
 
 def create_with_first_message(
-    conversation: Conversation,
-    message: Message,
+    conversation: ConversationRecord,
+    message: MessageRecord,
     *,
-    recorded: Sequence[Message] = (),
+    recorded: Sequence[MessageRecord] = (),
     events: Sequence[LogEvent] = (),
-) -> None:
+) -> ConversationRecord:
     """TransactWrite #1 of a post without an id: the new conversation, the messages the client recorded,
-    its first user message and the turn-log events (session_start, turn_start, ...) together."""
+    its first user message and the turn-log events (session_start, turn_start, ...) together. Returns
+    the conversation as stored (its sequence counter and message count set)."""
     messages = [*recorded, message]
-    conversation.next_seq = message.seq + 2
-    conversation.message_count = len(messages)
+    conversation = replace(conversation, next_seq=message.seq + 2, message_count=len(messages))
     try:
         _write(
-            [("put", conversation, _NEW, None), *(("put", m, _NEW, None) for m in messages)],
+            [
+                ("put", conversation.to_item(), _NEW, None),
+                *(("put", m.to_item(), _NEW, None) for m in messages),
+            ],
             _event_puts(conversation, events),
             f"{conversation.pk}|create|{message.message_id}",
         )
     except _Cancelled as exc:
-        if _committed(message):
-            return
-        raise SequenceConflict("fresh conversation id already taken") from exc
+        if not _committed(message):
+            raise SequenceConflict("fresh conversation id already taken") from exc
+    return conversation
 
 
 def create_conversation(
-    conversation: Conversation, *, events: Sequence[LogEvent] = (), also: Sequence[_Item] = ()
+    conversation: ConversationRecord, *, events: Sequence[LogEvent] = (), also: Sequence[_Item] = ()
 ) -> None:
     """A new, empty conversation and its session_start event (the id is fresh; conditions guard a clash),
     with `also` (e.g. the item naming it, API-21) in the same transaction. SequenceConflict when a
     condition failed and the write was not our own."""
     try:
         _write(
-            [("put", conversation, _NEW, None), *also],
+            [("put", conversation.to_item(), _NEW, None), *also],
             _event_puts(conversation, events),
             f"{conversation.pk}|create|{conversation.created_at}",
         )
@@ -447,7 +433,7 @@ def _totals_actions(
     return actions
 
 
-def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], list[tuple[str, Charge]]]:
+def _pending_sums(replies: Sequence[MessageRecord]) -> tuple[list[int], list[int], list[tuple[str, Charge]]]:
     """The reported and local usage, and the charges, that replies stored on their own still owe the
     conversation's totals and (the charges) the owner's usage items."""
     reported, local = [0, 0, 0], [0, 0]
@@ -463,7 +449,7 @@ def _pending_sums(replies: Sequence[Message]) -> tuple[list[int], list[int], lis
     return reported, local, charges
 
 
-def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
+def _reconcile(replies: Sequence[MessageRecord]) -> tuple[list[_Item], list[Any]]:
     """Items and conversation actions that fold replies stored on their own into the totals, once: each
     reply's `pending_totals` is removed in the same transaction, conditioned on it still being there.
     The owner's usage items for their charges are added by the caller, with its own."""
@@ -485,13 +471,13 @@ def _reconcile(replies: Sequence[Message]) -> tuple[list[_Item], list[Any]]:
 @dataclass(frozen=True)
 class TreeWrite:
     """API-18: how a write moves a conversation's active path. `expected_leaf` is the active leaf as read
-    (None: the conversation never branched), `leaf` the one after the write; `links` are the branch
-    links of messages that do not follow their parent; `slot_parents` the conversation's new map of
-    regenerations' reply slots (KEEP leaves it)."""
+    (None: the conversation never branched), `leaf` the one after the write; `links` (parent, child)
+    seqs, a branch link written for each child that does not follow its parent; `slot_parents` the
+    conversation's new map of regenerations' reply slots (KEEP leaves it)."""
 
     expected_leaf: int | None
     leaf: int
-    links: Sequence[TableItem] = ()
+    links: Sequence[tuple[int, int]] = ()
     slot_parents: Mapping[str, Any] | _Keep | None = field(default_factory=_Keep)
 
     def unchanged(self) -> Any:
@@ -510,16 +496,22 @@ class TreeWrite:
         return actions
 
 
+def link_items(conversation: ConversationRecord, pairs: Sequence[tuple[int, int]]) -> list[BranchLink]:
+    """The BranchLink items of (parent, child) pairs whose child does not follow its parent."""
+    owner, conversation_id = conversation.owner, conversation.conversation_id
+    return [BranchLink.new(owner, conversation_id, p, c) for p, c in pairs if p != c - 1]
+
+
 def append_messages(
-    conversation: Conversation,
-    messages: Sequence[Message],
+    conversation: ConversationRecord,
+    messages: Sequence[MessageRecord],
     now: str,
     *,
     events: Sequence[LogEvent] = (),
     turn: int | None = None,
     open_turn: OpenTurn = KEEP,
     reserve_reply: bool = True,
-    reconcile: Sequence[Message] = (),
+    reconcile: Sequence[MessageRecord] = (),
     tree: TreeWrite | None = None,
     added: tuple[Sequence[int], Sequence[int]] | None = None,
     charges: Sequence[tuple[str, Charge]] = (),
@@ -537,7 +529,7 @@ def append_messages(
     Raises SequenceConflict when another post moved `next_seq` or the active path first, or the
     conversation was deleted.
     """
-    expected = int(conversation.next_seq)
+    expected = conversation.next_seq
     target = Conversation(conversation.pk, conversation.sk)
     reconciled, totals = _reconcile(reconcile)
     count = len(messages) + len(reconcile)
@@ -565,9 +557,9 @@ def append_messages(
     else:
         condition = condition & tree.unchanged()
         actions += tree.actions()
-        link_puts = [("put", link, None, None) for link in tree.links]
+        link_puts = [("put", link, None, None) for link in link_items(conversation, tree.links)]
     core: list[_Item] = [
-        *(("put", m, _NEW, None) for m in messages),
+        *(("put", m.to_item(), _NEW, None) for m in messages),
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
@@ -584,11 +576,11 @@ def append_messages(
 
 
 def append_user_message(
-    conversation: Conversation,
-    message: Message,
+    conversation: ConversationRecord,
+    message: MessageRecord,
     now: str,
     *,
-    recorded: Sequence[Message] = (),
+    recorded: Sequence[MessageRecord] = (),
     events: Sequence[LogEvent] = (),
     turn: int | None = None,
     open_turn: OpenTurn = KEEP,
@@ -608,8 +600,8 @@ STORED_DELETED = "stored_deleted"  # on its own: the conversation was deleted wh
 
 
 def record_reply(
-    conversation: Conversation,
-    message: Message,
+    conversation: ConversationRecord,
+    message: MessageRecord,
     now: str,
     *,
     reported: tuple[int, int, int],
@@ -632,8 +624,9 @@ def record_reply(
     """
     target = Conversation(conversation.pk, conversation.sk)
     charges = [(ledger.reply_day(message), charge)] if charge is not None else []
+    item = message.to_item()
     core: list[_Item] = [
-        ("put", message, _NEW, None),
+        ("put", item, _NEW, None),
         (
             "update",
             target,
@@ -678,9 +671,9 @@ def record_reply(
             pending["charge"] = charge.to_json()
         if not isinstance(open_turn, _Keep):
             pending["open_turn"] = dict(open_turn) if open_turn is not None else None
-        message.pending_totals = pending
+        item.pending_totals = pending
     try:
-        _write([("put", message, _NEW, None)], event_puts, f"{conversation.pk}|alone|{message.message_id}")
+        _write([("put", item, _NEW, None)], event_puts, f"{conversation.pk}|alone|{message.message_id}")
     except _Cancelled as exc:
         if _committed(message):
             return outcome
@@ -691,7 +684,7 @@ def record_reply(
     return outcome
 
 
-def _bill_alone(owner: str, message: Message, charge: Charge) -> None:
+def _bill_alone(owner: str, message: MessageRecord, charge: Charge) -> None:
     """Add the charge of a reply stored after its conversation was deleted to the owner's usage, in a
     transaction of its own (its ClientRequestToken makes botocore's resend of a lost answer count once).
     Best effort: one retry of a conflict, then a warning."""
@@ -713,14 +706,17 @@ class PinConflict(Exception):
 
 
 def set_pinned(
-    conversation: Conversation, message: Message, pinned: bool, entries: Sequence[Mapping[str, Any]]
+    conversation: ConversationRecord,
+    message: MessageRecord,
+    pinned: bool,
+    entries: Sequence[Mapping[str, Any]],
 ) -> None:
     """One TransactWrite: the message's `pinned` flag and the conversation's pinned copies (`entries`).
 
     Raises PinConflict when the pinned list changed since `conversation` was read (or it was deleted),
     and ConversationNotFound when the message is gone.
     """
-    rev = int(conversation.pinned_rev or 0)
+    rev = conversation.pinned_rev
     unchanged = Conversation.pinned_rev == rev
     if rev == 0:
         unchanged = unchanged | Conversation.pinned_rev.does_not_exist()
@@ -756,7 +752,7 @@ UPDATABLE = ("title", "system_prompt", "system_tokens", "model", "window_policy"
 
 def update_conversation(
     owner: str, conversation_id: str, changes: Mapping[str, Any], now: str
-) -> Conversation:
+) -> ConversationRecord:
     """Set (or, with None, remove) the `changes` of a live conversation and move it to the top of its
     owner's listing; returns the conversation as stored afterwards. Absent or deleted -> 404."""
     base.bind()
@@ -772,7 +768,7 @@ def update_conversation(
             value = changes[name]
             actions.append(attribute.remove() if value is None else attribute.set(value))
     _update_live(target, actions, conversation_id)
-    return target
+    return ConversationRecord.of(target)
 
 
 def _update_live(target: Conversation, actions: list[Action], conversation_id: str) -> None:

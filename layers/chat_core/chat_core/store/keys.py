@@ -31,6 +31,35 @@ def is_valid_id(value: str) -> bool:
     return bool(_ID_RE.fullmatch(value))
 
 
+# Message ids are ULID-like (26 Crockford base32 characters, time first) with the message's sequence number
+# inside their 80 "random" bits (40 bits of seq, 40 random), so PATCH can find a message by id with one
+# GetItem. Ids made before this layout (all random) are found by a filtered Query instead.
+_SEQ_BITS = 40
+_RANDOM_BITS = 40
+
+
+def message_id_for(seq: int, now_ms: int | None = None) -> str:
+    """A fresh message id that carries `seq` (see `seq_in_message_id`)."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    tail = ((seq % (1 << _SEQ_BITS)) << _RANDOM_BITS) | int.from_bytes(os.urandom(5), "big")
+    value = (ms << (_SEQ_BITS + _RANDOM_BITS)) | tail
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def seq_in_message_id(message_id: str) -> int | None:
+    """The sequence number a message id carries (None for a malformed id)."""
+    if not is_valid_id(message_id):
+        return None
+    value = 0
+    for ch in message_id:
+        value = (value << 5) | _ALPHABET.index(ch)
+    return (value >> _RANDOM_BITS) & ((1 << _SEQ_BITS) - 1)
+
+
 def is_valid_owner(owner: str) -> bool:
     """An owner is any non-blank identity up to MAX_OWNER_LENGTH characters, without control characters."""
     return (

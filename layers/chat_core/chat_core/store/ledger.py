@@ -17,8 +17,9 @@ from pynamodb.exceptions import PynamoDBException
 from chat_core.engine.costs import ESTIMATED, Charge
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.items import BudgetItem, Message, UsageDay
+from chat_core.store.items import BudgetItem, UsageDay
 from chat_core.store.keys import LIMITS_SK, USAGE_DAY_PREFIX, usage_pk
+from chat_core.store.records import MessageRecord
 
 #: ("update", item, condition, actions): an entry of a TransactWrite (see conversations._transact).
 UsageWrite = tuple[str, Any, Any, list[Any] | None]
@@ -99,9 +100,9 @@ class _Sum:
             self.estimated += 1
 
 
-def reply_day(message: Message) -> str:
+def reply_day(message: MessageRecord) -> str:
     """The UTC day a reply's usage counts for: the day it was created."""
-    return str(message.created_at)[:10]
+    return message.created_at[:10]
 
 
 def charge_updates(owner: str, charges: Iterable[tuple[str, Charge]]) -> list[UsageWrite]:

@@ -15,8 +15,9 @@ from chat_core.engine.turnlog import LogEvent
 from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import SequenceConflict, create_conversation
-from chat_core.store.items import Conversation, ConversationName
+from chat_core.store.items import ConversationName
 from chat_core.store.keys import NAME_SK, conversation_name_pk
+from chat_core.store.records import ConversationRecord
 
 
 class NameTaken(Exception):
@@ -27,11 +28,13 @@ class NameTaken(Exception):
         self.conversation_id = conversation_id
 
 
-def find_name(owner: str, key: str) -> ConversationName | None:
-    """The item naming `key` for `owner` (one consistent GetItem), or None."""
+def find_name(owner: str, key: str) -> str | None:
+    """The id of the conversation `key` names for `owner` (one consistent GetItem), or None."""
     base.bind()
     try:
-        return ConversationName.get(conversation_name_pk(owner, key), NAME_SK, consistent_read=True)
+        return ConversationName.get(
+            conversation_name_pk(owner, key), NAME_SK, consistent_read=True
+        ).conversation_id
     except ConversationName.DoesNotExist:
         return None
     except PynamoDBException as exc:
@@ -39,7 +42,11 @@ def find_name(owner: str, key: str) -> ConversationName | None:
 
 
 def create_named(
-    conversation: Conversation, key: str, *, events: Sequence[LogEvent] = (), replacing: str | None = None
+    conversation: ConversationRecord,
+    key: str,
+    *,
+    events: Sequence[LogEvent] = (),
+    replacing: str | None = None,
 ) -> None:
     """A new conversation named `key`, with its session_start event, in one TransactWrite. The name
     must be free, or still name `replacing` (a deleted conversation); else NameTaken."""
@@ -52,8 +59,7 @@ def create_named(
     try:
         create_conversation(conversation, events=events, also=[("put", name, free, None)])
     except SequenceConflict as exc:  # the fresh id cannot clash: the name's condition failed
-        now = find_name(conversation.owner, key)
-        raise NameTaken(now.conversation_id if now is not None else None) from exc
+        raise NameTaken(find_name(conversation.owner, key)) from exc
 
 
 def forget(owner: str, key: str, conversation_id: str) -> None:

@@ -3,9 +3,13 @@ numbers read back as floats or Decimals; they are converted here, once)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
 
-from chat_core.store.items import Summary
+from chat_core.store.items import Conversation, Message, Summary, UsageMap, usage_map
+from chat_core.store.keys import META_SK, conversation_pk, listing_sk, message_sk, owner_pk
+from chat_core.store.partitions import parse_conversation_pk
 
 
 @dataclass(frozen=True)
@@ -67,3 +71,223 @@ class SummaryRecord:
             cost_micros=self.cost_micros,
             cost_total_micros=self.cost_total_micros,
         )
+
+
+@dataclass(frozen=True)
+class MessageUsage:
+    """Token usage of one model call: as the provider reported it, or as counted locally."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    @classmethod
+    def of(cls, value: UsageMap | None) -> MessageUsage | None:
+        if value is None:
+            return None
+        return cls(
+            prompt_tokens=int(value.prompt_tokens or 0),
+            completion_tokens=int(value.completion_tokens or 0),
+            total_tokens=int(value.total_tokens or 0),
+        )
+
+    def to_map(self) -> UsageMap:
+        return usage_map(self.prompt_tokens, self.completion_tokens, self.total_tokens)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """One message of a conversation (`sk = MSG#<seq>`), as `store.items.Message` describes each field:
+    appended once, never rewritten (only its `pinned` flag changes); `tokens` counted at write (TOK-5)."""
+
+    owner: str
+    conversation_id: str
+    seq: int
+    message_id: str
+    role: str
+    created_at: str
+    content: str | None = None
+    parts: Any = None
+    status: str = "ok"
+    tokens: int = 0
+    model: str | None = None
+    usage: MessageUsage | None = None
+    usage_reported: bool | None = None
+    local_usage: MessageUsage | None = None
+    error: Any = None
+    latency_ms: float | None = None
+    finish_reason: str | None = None
+    refusal: str | None = None
+    extras: Any = None
+    tool_calls: Any = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    pinned: bool | None = None
+    cost_micros: int | None = None
+    cost_status: str | None = None
+    pending_totals: Any = None
+    parent_seq: int | None = None
+    deleted_at: str | None = None
+    metadata: Any = None
+
+    @property
+    def pk(self) -> str:
+        return conversation_pk(self.owner, self.conversation_id)
+
+    @property
+    def sk(self) -> str:
+        return message_sk(self.seq)
+
+    @classmethod
+    def of(cls, item: Message) -> MessageRecord:
+        return cls(
+            owner=_owner_of(item.pk),
+            conversation_id=item.conversation_id,
+            seq=int(item.seq),
+            message_id=item.message_id,
+            role=item.role,
+            created_at=item.created_at,
+            content=item.content,
+            parts=item.parts,
+            status=item.status,
+            tokens=int(item.tokens or 0),
+            model=item.model,
+            usage=MessageUsage.of(item.usage),
+            usage_reported=item.usage_reported,
+            local_usage=MessageUsage.of(item.local_usage),
+            error=item.error,
+            latency_ms=item.latency_ms,
+            finish_reason=item.finish_reason,
+            refusal=item.refusal,
+            extras=item.extras,
+            tool_calls=item.tool_calls,
+            tool_call_id=item.tool_call_id,
+            name=item.name,
+            pinned=item.pinned,
+            cost_micros=_int(item.cost_micros),
+            cost_status=item.cost_status,
+            pending_totals=item.pending_totals,
+            parent_seq=_int(item.parent_seq),
+            deleted_at=item.deleted_at,
+            metadata=item.metadata,
+        )
+
+    def to_item(self) -> Message:
+        """The message item of this record (as a write puts it)."""
+        values = {f.name: getattr(self, f.name) for f in _MESSAGE_FIELDS}
+        values["usage"] = self.usage.to_map() if self.usage is not None else None
+        values["local_usage"] = self.local_usage.to_map() if self.local_usage is not None else None
+        return Message.new(self.owner, self.conversation_id, self.seq, **values)
+
+
+_MESSAGE_FIELDS = [f for f in fields(MessageRecord) if f.name not in {"owner", "conversation_id", "seq"}]
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """The conversation (`sk = ~META`), as `store.items.Conversation` describes each field: owner,
+    settings, sequence counter, totals, turn state, pins, branch state and soft-delete state."""
+
+    owner: str
+    conversation_id: str
+    model: str
+    created_at: str
+    updated_at: str
+    title: str | None = None
+    system_prompt: str | None = None
+    system_tokens: int = 0
+    window_policy: Any = None
+    defaults: Any = None
+    next_seq: int = 1
+    message_count: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    local_prompt_tokens: int = 0
+    local_completion_tokens: int = 0
+    cost_micros: int = 0
+    unpriced_calls: int = 0
+    deleted_at: str | None = None
+    #: When DynamoDB's TTL removes a deleted conversation (set by the soft delete).
+    expires_at: datetime | None = None
+    turn_count: int = 0
+    open_turn: Any = None
+    pinned: Any = None
+    pinned_rev: int = 0
+    active_leaf: int | None = None
+    slot_parents: Any = None
+    conversation_key: str | None = None
+
+    @property
+    def pk(self) -> str:
+        return conversation_pk(self.owner, self.conversation_id)
+
+    @property
+    def sk(self) -> str:
+        return META_SK
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    def listing_key(self) -> dict[str, str]:
+        """Its key in the listing index (table and index attributes): where a page of the list ends.
+        Every write that moves `updated_at` moves the index sort key with it."""
+        gsi1sk = listing_sk(self.updated_at, self.conversation_id)
+        return {"pk": self.pk, "sk": self.sk, "gsi1pk": owner_pk(self.owner), "gsi1sk": gsi1sk}
+
+    @classmethod
+    def of(cls, item: Conversation) -> ConversationRecord:
+        return cls(
+            owner=item.owner,
+            conversation_id=item.conversation_id,
+            model=item.model,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            title=item.title,
+            system_prompt=item.system_prompt,
+            system_tokens=int(item.system_tokens or 0),
+            window_policy=item.window_policy,
+            defaults=item.defaults,
+            next_seq=int(item.next_seq),
+            message_count=int(item.message_count or 0),
+            prompt_tokens=int(item.prompt_tokens or 0),
+            completion_tokens=int(item.completion_tokens or 0),
+            total_tokens=int(item.total_tokens or 0),
+            local_prompt_tokens=int(item.local_prompt_tokens or 0),
+            local_completion_tokens=int(item.local_completion_tokens or 0),
+            cost_micros=int(item.cost_micros or 0),
+            unpriced_calls=int(item.unpriced_calls or 0),
+            deleted_at=item.deleted_at,
+            expires_at=item.expires_at,
+            turn_count=int(item.turn_count or 0),
+            open_turn=item.open_turn,
+            pinned=item.pinned,
+            pinned_rev=int(item.pinned_rev or 0),
+            active_leaf=_int(item.active_leaf),
+            slot_parents=item.slot_parents,
+            conversation_key=item.conversation_key,
+        )
+
+    def to_item(self) -> Conversation:
+        """The conversation item of this record (as the write creating it puts it, listing keys set)."""
+        values = {f.name: getattr(self, f.name) for f in _CONVERSATION_FIELDS}
+        item = Conversation.new(self.owner, self.conversation_id, **values)
+        item.expires_at = self.expires_at
+        return item
+
+
+_CONVERSATION_FIELDS = [
+    f for f in fields(ConversationRecord) if f.name not in {"owner", "conversation_id", "expires_at"}
+]
+
+
+def _owner_of(pk: str) -> str:
+    found = parse_conversation_pk(pk)
+    if found is None:
+        raise ValueError(f"not a conversation partition key: {pk!r}")
+    return found[0]

@@ -16,6 +16,7 @@ from chat_core.store import base
 from chat_core.store.base import TableItem
 from chat_core.store.items import Conversation, EventItem, Message
 from chat_core.store.keys import EVENT_SK_PREFIX, SESSION_END_SK
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 #: How far back (newest events first) a repair looks for the turn of an interrupted post. An abandoned
 #: turn is one of the newest; past this the reply is still closed, without its turn_end.
@@ -40,7 +41,7 @@ def _log_event(item: EventItem) -> LogEvent:
 
 
 def read_turn_of(
-    conversation: Conversation, message_id: str, *, max_events: int = MAX_SEARCH_EVENTS
+    conversation: ConversationRecord, message_id: str, *, max_events: int = MAX_SEARCH_EVENTS
 ) -> list[LogEvent] | None:
     """Every event of the turn that recorded the message `message_id` (its turn_start, or the step of a
     tool result or client message), oldest first; None when none of the newest `max_events` names it.
@@ -78,7 +79,7 @@ def read_turn_of(
 
 
 def _close(
-    conversation: Conversation,
+    conversation: ConversationRecord,
     reply: Message,
     events: Sequence[EventItem],
     open_turn: Mapping[str, Any] | None,
@@ -111,8 +112,8 @@ def _close(
 
 
 def close_turn(
-    conversation: Conversation,
-    reply: Message,
+    conversation: ConversationRecord,
+    reply: MessageRecord,
     *,
     events: Sequence[LogEvent] = (),
     open_turn: Mapping[str, Any] | None = None,
@@ -127,7 +128,8 @@ def close_turn(
     Raises StoreUnavailable when DynamoDB fails.
     """
     items = [EventItem.new(conversation.owner, conversation.conversation_id, e) for e in events]
-    reasons = _close(conversation, reply, items, open_turn)
+    item = reply.to_item()
+    reasons = _close(conversation, item, items, open_turn)
     if reasons is not None and open_turn is not None and reasons[-1] == _CONFLICT and not any(reasons[:-1]):
-        reasons = _close(conversation, reply, items, None)
+        reasons = _close(conversation, item, items, None)
     return reasons is None

@@ -8,6 +8,7 @@ from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any, Final
 
 from chat_core.store.base import TableItem
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 #: DynamoDB's hard limit on one item: attribute names plus values.
 MAX_ITEM_BYTES: Final = 400 * 1024
@@ -67,6 +68,8 @@ def item_bytes(attributes: Mapping[str, Mapping[str, Any]]) -> int:
     return sum(_text_bytes(name) + value_bytes(value) for name, value in attributes.items())
 
 
-def model_bytes(item: TableItem) -> int:
-    """Size the PynamoDB item will have once written (JSON attributes as the strings they become)."""
-    return item_bytes(item.serialize())
+def model_bytes(item: TableItem | MessageRecord | ConversationRecord) -> int:
+    """Size the item (or the item of a record) will have once written (JSON attributes as the strings
+    they become)."""
+    written = item.to_item() if isinstance(item, MessageRecord | ConversationRecord) else item
+    return item_bytes(written.serialize())

@@ -30,9 +30,11 @@ from chat_core.store.conversations import (
     _reconcile,
     _write,
     get_conversation,
+    link_items,
 )
-from chat_core.store.items import Conversation, Message
+from chat_core.store.items import Conversation
 from chat_core.store.keys import listing_sk
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class Slots:
     previous_leaf: int | None = None
 
 
-def _refused(conversation: Conversation, branching: str) -> Exception:
+def _refused(conversation: ConversationRecord, branching: str) -> Exception:
     """Why a reservation's condition failed: the conversation is gone (ConversationNotFound), or it is
     live and its branching is not what the reservation expected (SequenceConflict: `branching`)."""
     now = get_conversation(conversation.owner, conversation.conversation_id)
@@ -55,7 +57,7 @@ def _refused(conversation: Conversation, branching: str) -> Exception:
 
 
 def reserve_on_path(
-    conversation: Conversation, count: int, now: str, *, new_turn: bool, start_branch: bool = False
+    conversation: ConversationRecord, count: int, now: str, *, new_turn: bool, start_branch: bool = False
 ) -> Slots:
     """API-18: `reserve_slots` for a branched conversation: one atomic UpdateItem takes `count` sequence
     numbers and moves the active leaf to the last of them (the reply's slot), returning the leaf it
@@ -99,7 +101,7 @@ def reserve_on_path(
     return Slots(first_seq=first, turn=turns + (1 if new_turn else 0), previous_leaf=leaf)
 
 
-def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn: bool) -> Slots:
+def reserve_slots(conversation: ConversationRecord, count: int, now: str, *, new_turn: bool) -> Slots:
     """Take `count` sequence numbers (and the next turn number) with one atomic UpdateItem.
 
     The contended path of a post: instead of racing every other poster for `next_seq == expected` and
@@ -131,18 +133,19 @@ def reserve_slots(conversation: Conversation, count: int, now: str, *, new_turn:
 
 
 def put_reserved(
-    conversation: Conversation,
-    messages: Sequence[Message],
+    conversation: ConversationRecord,
+    messages: Sequence[MessageRecord],
     events: Sequence[LogEvent],
     deadline: float,
     *,
-    reconcile: Sequence[Message] = (),
+    reconcile: Sequence[MessageRecord] = (),
     open_turn: OpenTurn = KEEP,
-    links: Sequence[TableItem] = (),
+    links: Sequence[tuple[int, int]] = (),
     drop_open_turn: bool = False,
 ) -> None:
     """The messages of slots `reserve_slots` took, their turn-log events and their count (and, API-18,
-    the branch links of messages that do not follow their parent), in one TransactWrite. The count is
+    the branch links of the (parent, child) `links` whose child does not follow its parent), in one
+    TransactWrite. The count is
     an ADD with no condition on the sequence, so concurrent posts never invalidate each other; a
     transaction conflict on the conversation item is retried until `deadline`.
     Replies in `reconcile` (stored on their own) are folded into the totals, as `append_messages` does;
@@ -163,10 +166,10 @@ def put_reserved(
         elif reconcile:
             actions += _open_turn_actions(open_turn)
         core: list[_Item] = [
-            *(("put", m, _NEW, None) for m in messages),
+            *(("put", m.to_item(), _NEW, None) for m in messages),
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
-            *(("put", link, None, None) for link in links),
+            *(("put", link, None, None) for link in link_items(conversation, links)),
             *ledger.charge_updates(conversation.owner, _pending_sums(reconcile)[2]),
         ]
         try:

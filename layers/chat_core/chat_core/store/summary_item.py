@@ -15,9 +15,9 @@ from chat_core.errors import StoreUnavailable
 from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import _Cancelled, _transact, request_token
-from chat_core.store.items import Summary
+from chat_core.store.items import Message, Summary
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
-from chat_core.store.records import SummaryRecord
+from chat_core.store.records import MessageRecord, SummaryRecord
 
 
 class SummarySuperseded(Exception):
@@ -26,8 +26,8 @@ class SummarySuperseded(Exception):
 
 def iter_messages(
     owner: str, conversation_id: str, first_seq: int, last_seq: int, *, page_size: int = 50
-) -> Iterator[TableItem]:
-    """Message items with `first_seq <= seq <= last_seq`, oldest first, read lazily page by page.
+) -> Iterator[MessageRecord]:
+    """Messages (records) with `first_seq <= seq <= last_seq`, oldest first, read lazily page by page.
 
     The caller stops iterating once its input budget is spent, so a long unsummarized span costs only
     the pages actually used.
@@ -49,8 +49,10 @@ def iter_messages(
             )
         except (PynamoDBException, ClientError, BotoCoreError) as exc:
             raise base.store_error(exc) from exc
-        for item in raw.get("Items", []):
-            yield TableItem.from_raw_data(item)
+        for raw_item in raw.get("Items", []):
+            item = TableItem.from_raw_data(raw_item)
+            if isinstance(item, Message):
+                yield MessageRecord.of(item)
         start = raw.get("LastEvaluatedKey")
         if not start:
             return

@@ -17,7 +17,7 @@ conversation's `slot_parents` while the new answer is written.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from chat_core.engine.turnlog import LogEvent
@@ -42,6 +42,7 @@ from chat_core.store.keys import (
     listing_sk,
     message_sk,
 )
+from chat_core.store.records import ConversationRecord, MessageRecord
 
 ROOT: Final = 0
 #: Messages one Query of the walk reads (a page of the detail route's walk may read several).
@@ -51,11 +52,11 @@ WALK_PAGE: Final = 100
 MAX_SLOT_PARENTS: Final = 16
 
 
-def parent_seq(message: Message) -> int:
+def parent_seq(message: MessageRecord) -> int:
     """The seq of the message `message` follows (ROOT for a first message)."""
     if message.parent_seq is not None:
-        return int(message.parent_seq)
-    return int(message.seq) - 1
+        return message.parent_seq
+    return message.seq - 1
 
 
 def slot_parent(slot_parents: Mapping[str, Any] | None, seq: int) -> int:
@@ -83,14 +84,14 @@ class Walk:
     still link their children), the seq it would visit next (ROOT when it reached the first message),
     and the Queries it made."""
 
-    messages: list[Message]
+    messages: list[MessageRecord]
     next_seq: int
     queries: int = 0
-    known: dict[int, Message] = field(default_factory=dict)
+    known: dict[int, MessageRecord] = field(default_factory=dict)
     covered_from: int = 1
 
 
-def _page_below(owner_pk: str, top: int, limit: int) -> list[Message]:
+def _page_below(owner_pk: str, top: int, limit: int) -> list[MessageRecord]:
     """Messages with seq <= `top`, newest first: one strongly consistent Query of at most `limit`."""
     raw = _query(
         owner_pk,
@@ -99,14 +100,14 @@ def _page_below(owner_pk: str, top: int, limit: int) -> list[Message]:
         limit=limit,
         consistent_read=True,
     )
-    return [item for item in _items(raw) if isinstance(item, Message)]
+    return [MessageRecord.of(item) for item in _items(raw) if isinstance(item, Message)]
 
 
 def walk(
-    conversation: Conversation,
+    conversation: ConversationRecord,
     leaf: int,
     *,
-    known: Mapping[int, Message] | None = None,
+    known: Mapping[int, MessageRecord] | None = None,
     covered_from: int | None = None,
     want: int | None = None,
     until_seq: int = 1,
@@ -119,9 +120,9 @@ def walk(
     Query). Stops at the root, below `until_seq`, once `want` undeleted messages are collected, or when
     `max_queries` more Queries would be needed.
     """
-    found: dict[int, Message] = dict(known or {})
+    found: dict[int, MessageRecord] = dict(known or {})
     low = covered_from if covered_from is not None else leaf + 1
-    path: list[Message] = []
+    path: list[MessageRecord] = []
     counted = 0
     queries = 0
     current = leaf
@@ -133,8 +134,8 @@ def walk(
                 break
             read = _page_below(conversation.pk, current, page)
             queries += 1
-            found.update((int(m.seq), m) for m in read)
-            low = int(read[-1].seq) if len(read) >= page else 1
+            found.update((m.seq, m) for m in read)
+            low = read[-1].seq if len(read) >= page else 1
         message = found.get(current)
         if message is None:
             current = slot_parent(conversation.slot_parents, current)
@@ -153,9 +154,12 @@ def walk(
     return Walk(messages=path, next_seq=current, queries=queries, known=found, covered_from=low)
 
 
-def links_between(conversation: Conversation, first_parent: int, last_parent: int) -> list[BranchLink]:
-    """Branch links whose parent lies in `first_parent..last_parent` (one Query, paged through)."""
-    found: list[BranchLink] = []
+def links_between(
+    conversation: ConversationRecord, first_parent: int, last_parent: int
+) -> list[tuple[int, int]]:
+    """(parent, child) of the branch links whose parent lies in `first_parent..last_parent` (one Query,
+    paged through)."""
+    found: list[tuple[int, int]] = []
     start: dict[str, Any] | None = None
     while True:
         raw = _query(
@@ -166,36 +170,38 @@ def links_between(conversation: Conversation, first_parent: int, last_parent: in
             consistent_read=True,
             exclusive_start_key=start,
         )
-        found += [item for item in _items(raw) if isinstance(item, BranchLink)]
+        found += [
+            (int(item.parent_seq), int(item.child_seq))
+            for item in _items(raw)
+            if isinstance(item, BranchLink)
+        ]
         start = raw.get("LastEvaluatedKey")
         if not start:
             return found
 
 
-def link_parents(messages: Sequence[Message], parent: int) -> None:
-    """Give each message its parent: the first follows `parent`, each next one the one before it."""
+def link_parents(messages: Sequence[MessageRecord], parent: int) -> list[MessageRecord]:
+    """The messages, each with its parent: the first follows `parent`, each next one the one before it."""
+    linked: list[MessageRecord] = []
     for message in messages:
-        message.parent_seq = parent
-        parent = int(message.seq)
+        linked.append(replace(message, parent_seq=parent))
+        parent = message.seq
+    return linked
 
 
-def link_items(owner: str, conversation_id: str, pairs: Sequence[tuple[int, int]]) -> list[BranchLink]:
-    """The BranchLink items of (parent, child) pairs whose child does not follow its parent."""
-    return [BranchLink.new(owner, conversation_id, p, c) for p, c in pairs if p != c - 1]
-
-
-def _expected(conversation: Conversation) -> Any:
+def _expected(conversation: ConversationRecord) -> Any:
     """The condition that the conversation is live and has taken no message and no branch step since
     it was read."""
-    leaf = int(conversation.active_leaf) if conversation.active_leaf is not None else None
     return (
-        (Conversation.next_seq == int(conversation.next_seq))
+        (Conversation.next_seq == conversation.next_seq)
         & Conversation.deleted_at.does_not_exist()
-        & TreeWrite(expected_leaf=leaf, leaf=0).unchanged()
+        & TreeWrite(expected_leaf=conversation.active_leaf, leaf=0).unchanged()
     )
 
 
-def move_leaf(conversation: Conversation, leaf: int, now: str, events: Sequence[LogEvent], turn: int) -> None:
+def move_leaf(
+    conversation: ConversationRecord, leaf: int, now: str, events: Sequence[LogEvent], turn: int
+) -> None:
     """One TransactWrite: the active path ends at `leaf`, the turn waiting for tool results (if any)
     is left behind, the switch is logged as turn `turn`. Raises SequenceConflict when a post or another
     change reached the conversation first (re-read: it may also have been deleted)."""
@@ -216,8 +222,8 @@ def move_leaf(conversation: Conversation, leaf: int, now: str, events: Sequence[
 
 
 def mark_deleted(
-    conversation: Conversation,
-    messages: Sequence[Message],
+    conversation: ConversationRecord,
+    messages: Sequence[MessageRecord],
     now: str,
     events: Sequence[LogEvent],
     turn: int,
@@ -240,9 +246,9 @@ def mark_deleted(
         Conversation.updated_at.set(now),
         TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
     ]
-    condition = _expected(conversation) & (Conversation.turn_count == int(conversation.turn_count or 0))
+    condition = _expected(conversation) & (Conversation.turn_count == conversation.turn_count)
     if pinned is not None:
-        rev = int(conversation.pinned_rev or 0)
+        rev = conversation.pinned_rev
         unchanged = Conversation.pinned_rev == rev
         if rev == 0:
             unchanged = unchanged | Conversation.pinned_rev.does_not_exist()
