@@ -10,7 +10,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -150,6 +150,7 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
     from chat_core.store import conversations as store
     from chat_core.store import items
     from chat_core.store.keys import new_id
+    from chat_core.store.records import ConversationRecord, MessageRecord
     from moto import mock_aws
 
     from tests.support.table import create_table
@@ -171,8 +172,10 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
         run_ = AppendRun()
         with metered() as tally:
             started = time.process_time()
-            conversation = items.Conversation.new(
-                OWNER, conversation_id, model="gpt-4o-mini", created_at=now, updated_at=now
+            conversation = ConversationRecord.of(
+                items.Conversation.new(
+                    OWNER, conversation_id, model="gpt-4o-mini", created_at=now, updated_at=now
+                )
             )
             store.create_conversation(conversation)
             run_.seconds += time.process_time() - started
@@ -181,29 +184,35 @@ def ours(size: int, checkpoints: tuple[int, ...]) -> Side:
             with metered() as turn_tally:
                 started = time.process_time()
                 seq = int(conversation.next_seq)
-                user = items.Message.new(
-                    OWNER,
-                    conversation_id,
-                    seq,
-                    message_id=new_id(),
-                    role="user",
-                    content=texts[seq - 1],
-                    created_at=now,
-                    tokens=counts[seq - 1],
+                user = MessageRecord.of(
+                    items.Message.new(
+                        OWNER,
+                        conversation_id,
+                        seq,
+                        message_id=new_id(),
+                        role="user",
+                        content=texts[seq - 1],
+                        created_at=now,
+                        tokens=counts[seq - 1],
+                    )
                 )
                 store.append_user_message(conversation, user, now)
-                conversation.next_seq = seq + 2  # what the next post's Query would return
-                reply = items.Message.new(
-                    OWNER,
-                    conversation_id,
-                    seq + 1,
-                    message_id=new_id(),
-                    role="assistant",
-                    content=texts[seq],
-                    status="ok",
-                    created_at=now,
-                    tokens=counts[seq],
-                    model="gpt-4o-mini",
+                conversation = replace(
+                    conversation, next_seq=seq + 2
+                )  # what the next post's Query would return
+                reply = MessageRecord.of(
+                    items.Message.new(
+                        OWNER,
+                        conversation_id,
+                        seq + 1,
+                        message_id=new_id(),
+                        role="assistant",
+                        content=texts[seq],
+                        status="ok",
+                        created_at=now,
+                        tokens=counts[seq],
+                        model="gpt-4o-mini",
+                    )
                 )
                 store.record_reply(conversation, reply, now, reported=(0, 0, 0), local=(0, 0))
                 elapsed = time.process_time() - started
