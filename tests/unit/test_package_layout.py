@@ -54,36 +54,36 @@ MAX_LINES = 500
 #: may go down or away, never up, and none is added (`test_the_allowances_only_shrink`).
 LONG_MODULES = {
     # One selection engine: policies, the selection pass and its stats share private helpers.
-    "engine.window": 700,
+    "engine.window": 667,
     # The context manager's one class and the strategies it chooses between.
-    "engine.context": 560,
+    "engine.context": 536,
     # The structured prompt's two budget passes and its rendering are one algorithm.
     "dialogue.prompt": 640,
     # The conversation repository: every read and write of the conversation partition (the post's
     # Query, its two transactions, reservations, pins, listing, delete); its transactions share
     # condition builders and the contention handling.
-    "store.conversations": 820,
+    "store.conversations": 812,
     # The model client: one attempt loop (retries, time budget, failure records) for whole and streamed
     # answers; the stream's event reading and folding live in llm.streaming.
-    "llm.client": 560,
+    "llm.client": 539,
     # The HTTP edge every handler shares: the resolver (per-thread event), identity, direct invocation,
     # body limits and the one mapping of every error to a response, in both shapes (ours and OpenAI's).
-    "http.api": 560,
+    "http.api": 547,
     # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
-    "store.dialogues": 660,
+    "store.dialogues": 651,
 }
 
 
-#: The allowances as they stood when they were frozen (issue 29): the ceiling `LONG_MODULES` stays under.
+#: The allowances as they stood when they were last lowered to the modules' lengths (issue 29): the
+#: ceiling `LONG_MODULES` stays under.
 FROZEN_ALLOWANCES = {
-    "engine.window": 700,
-    "engine.context": 560,
+    "engine.window": 667,
+    "engine.context": 536,
     "dialogue.prompt": 640,
-    "dialogue.entries": 580,
-    "store.conversations": 820,
-    "llm.client": 560,
-    "http.api": 560,
-    "store.dialogues": 660,
+    "store.conversations": 812,
+    "llm.client": 539,
+    "http.api": 547,
+    "store.dialogues": 651,
 }
 
 
