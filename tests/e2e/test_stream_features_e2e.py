@@ -75,11 +75,13 @@ def test_seed001_summary_is_produced_off_the_stream_and_shown_by_the_window(
             assert window.status_code == 200, window.text
             data: dict[str, Any] = window.json()
             summary = data["stats"]["summary"]
-            # The stream may deliver an earlier turn's end first: its summary covers less. Wait for the
-            # one that folds what the sixth turn pushed out (the summary grows; it never shrinks).
-            return data if summary is not None and summary["to_seq"] >= 3 else None
+            # A summary is made once SUMMARY_MARGIN_MESSAGES (2) have fallen out unsummarized. If the
+            # stream reaches the summarizer while the sixth post is half stored (its question in, two
+            # messages out), the summary covers 1-2 and message 3 waits for the next turns, by design;
+            # else it covers 1-3. Either way it grows, never shrinks.
+            return data if summary is not None and summary["to_seq"] >= 2 else None
 
-        window = wait_for(summarized, "a summary through seq 3 or later in the window's stats")
+        window = wait_for(summarized, "a summary through seq 2 or later in the window's stats")
         health = api.get("/_local/health").json()
     # Then the window starts with the summary of the earliest messages, and its stats say what it covers
     first = window["messages"][0]
@@ -87,7 +89,7 @@ def test_seed001_summary_is_produced_off_the_stream_and_shown_by_the_window(
     assert first["content"].startswith(SUMMARY_HEADING)
     stats = window["stats"]["summary"]
     assert stats["from_seq"] == 1
-    assert stats["to_seq"] >= 3
+    assert stats["to_seq"] >= 2
     assert stats["included"] is True
     # and the model was asked for it with the earliest user message in the prompt
     prompts = [
