@@ -11,12 +11,18 @@ tool calls, their outputs as tool messages, anything else (reasoning, hosted too
 assistant message. Every item reads back exactly as it was added: when the message alone cannot say it
 all (ids, statuses, annotations, content parts), the item itself rides along in the message's
 `metadata`, which the service keeps but never sends to a model.
+
+One session object may be used from any event loop and thread (`asyncio.run(Runner.run(...))` twice,
+`Runner.run_sync` on a worker thread, several threads at once): its client's connections live on a loop
+of their own. `session_settings` is the SDK's `SessionSettings` (a dict is normalised, unknown fields are
+refused), and its `limit` is what `get_items()` returns by default, as in the SDK's own sessions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chat_history_client._calls import APPEND_BATCH
@@ -126,10 +132,46 @@ def _dump(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a session")
 
 
+def session_settings_of(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """`value` as the SDK's `SessionSettings`: None is the default settings, a mapping is read field by
+    field and an unknown field is refused (TypeError, naming it, in the SDK's own words)."""
+    from agents.memory.session_settings import SessionSettings
+
+    if value is None:
+        return SessionSettings()
+    if isinstance(value, SessionSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"session_settings must be a SessionSettings instance or a dict, got {type(value).__name__}"
+        )
+    known = {field.name for field in dataclasses.fields(SessionSettings) if field.init}
+    unknown = sorted(str(name) for name in value if name not in known)
+    if unknown:
+        raise TypeError(f"Unknown session settings: {', '.join(unknown)}")
+    return SessionSettings(**value)
+
+
+def _latest(items: list[Any], limit: int | None) -> list[Any]:
+    """The latest `limit` items, oldest first, as the SDK's sessions count: None or a negative limit is
+    every item, 0 none."""
+    if limit is None or limit < 0:
+        return items
+    return items[-limit:] if limit > 0 else []
+
+
+class _Done:
+    """What `close()` returns: awaiting it is allowed (and does nothing more); not awaiting it is fine."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
 class ChatHistorySession:
     """An Agents SDK `Session` whose items live in one conversation of Chat History Service, named by
     `session_id` for this user. Pass a ready `client`, or the client's arguments (`base_url`, `token` or
-    `user_id`)."""
+    `user_id`). `session_settings` (a `SessionSettings` or a dict of its fields) holds the default
+    `limit` of `get_items()`."""
 
     def __init__(
         self,
@@ -139,14 +181,20 @@ class ChatHistorySession:
         base_url: str = DEFAULT_BASE_URL,
         token: str | None = None,
         user_id: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
         conversation_settings: dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
-        self.session_settings = session_settings
+        self.session_settings: SessionSettings | None = session_settings_of(session_settings)
+        self._owns_client = client is None
         self._client = client or AsyncChatHistoryClient(base_url, token=token, user_id=user_id)
         self._settings = dict(conversation_settings or {"title": f"session {session_id}"})
         self._conversation_id: str | None = None
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("ChatHistorySession is closed")
 
     async def _conversation(self, *, create: bool) -> str | None:
         if self._conversation_id is None:
@@ -172,17 +220,16 @@ class ChatHistorySession:
             return [m async for m in self._client.iter_messages(conversation_id)]
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The session's items, oldest first; with `limit` (or the session settings' limit), the latest
-        that many."""
+        """The session's items, oldest first; with `limit` (else the session settings' limit), the latest
+        that many (0: none; negative: all, as in the SDK's SQLite session)."""
+        self._check_open()
         if limit is None and self.session_settings is not None:
-            limit = getattr(self.session_settings, "limit", None)
-        items = [item for message in await self._messages() for item in _items_of(message)]
-        if limit is None:
-            return items
-        return items[-limit:] if limit > 0 else []
+            limit = session_settings_of(self.session_settings).limit
+        return _latest([item for message in await self._messages() for item in _items_of(message)], limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Store `items` at the end of the session (in order; batches of at most 30 messages)."""
+        self._check_open()
         messages = to_messages(items)
         if not messages:
             return
@@ -200,6 +247,7 @@ class ChatHistorySession:
 
     async def pop_item(self) -> Any | None:
         """Remove and return the latest item (None when the session is empty)."""
+        self._check_open()
         messages = await self._messages()
         if not messages:
             return None
@@ -214,10 +262,17 @@ class ChatHistorySession:
 
     async def clear_session(self) -> None:
         """Forget every item: the conversation is deleted; the next write starts a new one."""
+        self._check_open()
         conversation_id = await self._conversation(create=False)
         self._conversation_id = None
         if conversation_id is not None:
             await self._client.delete_conversation(conversation_id, missing_ok=True)
 
-    async def close(self) -> None:
-        await self._client.aclose()
+    def close(self) -> Awaitable[None]:
+        """Close the session, and the client it made (a `client` passed in stays open for its owner);
+        later calls are refused. Synchronous, like the SDK's SQLite session's, and awaitable, so both
+        `session.close()` and `await session.close()` work, from any thread or loop."""
+        self._closed = True
+        if self._owns_client:
+            self._client.close()
+        return _Done()

@@ -1,17 +1,20 @@
 """`ChatHistoryClient` and `AsyncChatHistoryClient`: the HTTP API over httpx, the same methods in both
-(the async one's are awaited). Every POST carries an Idempotency-Key, kept across retries, so a retried
+(the async one's are awaited). Both may be shared by threads; the async one may be awaited from any event
+loop, one after another or at once (its own connections live on a loop of their own, see `_background`).
+Every POST carries an Idempotency-Key, kept across retries, so a retried
 post never asks the model twice; 429, 503 and a busy conversation are retried honouring Retry-After."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 
-from chat_history_client import _calls
+from chat_history_client import _background, _calls
 from chat_history_client._calls import Call, Policy, T
 from chat_history_client.errors import TransportError
 from chat_history_client.types import Conversation, Message, Page, PostResult
@@ -21,7 +24,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 
 class ChatHistoryClient:
     """The API, synchronously. Pass `token` (a JWT; deployed) or `user_id` (the local server's dev
-    mode). Use as a context manager, or call `close()`."""
+    mode). Use as a context manager, or call `close()`. One client may serve many threads at once (it
+    keeps no state of its own besides httpx's connection pool, which is thread-safe)."""
 
     def __init__(
         self,
@@ -161,7 +165,10 @@ class ChatHistoryClient:
 
 
 class AsyncChatHistoryClient:
-    """`ChatHistoryClient` for asyncio: the same methods, awaited; `iter_*` are async iterators."""
+    """`ChatHistoryClient` for asyncio: the same methods, awaited; `iter_*` are async iterators. It may be
+    awaited from any event loop on any thread: its own connections live on the client loop (see
+    `_background`), never on a caller's loop that `asyncio.run` may close. A given `http_client` is used
+    as given, in the caller's loop (its owner binds it to one)."""
 
     def __init__(
         self,
@@ -177,7 +184,11 @@ class AsyncChatHistoryClient:
         self._policy = Policy(
             base_url, token=token, user_id=user_id, max_retries=max_retries, backoff=backoff
         )
-        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+        self._given = http_client
+        self._timeout = timeout
+        self._http: httpx.AsyncClient | None = None
+        self._http_pid = 0
+        self._closed = False
 
     async def __aenter__(self) -> AsyncChatHistoryClient:
         return self
@@ -186,7 +197,39 @@ class AsyncChatHistoryClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        """Close the client's connections (and a given `http_client`); later calls are refused."""
+        self._closed = True
+        if self._given is not None:
+            await self._given.aclose()
+        elif self._http is not None:
+            await _background.run(self._close_own())
+
+    def close(self) -> None:
+        """`aclose()` without awaiting, from synchronous code or any thread (a given `http_client`, bound
+        to its owner's loop, is left to its owner)."""
+        self._closed = True
+        if self._given is None and self._http is not None:
+            _background.wait(self._close_own(), timeout=10.0)
+
+    async def _close_own(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+
+    async def _request(self, request: dict[str, Any]) -> httpx.Response:
+        """One HTTP exchange: on a given `http_client` in the caller's loop (as its owner set it up), else
+        on the client's own connections, on the client loop."""
+        if self._given is not None:
+            return await self._given.request(**request)
+        return await _background.run(self._own_request(request))
+
+    async def _own_request(self, request: dict[str, Any]) -> httpx.Response:
+        # Runs on the client loop only, so the connection pool is made and used by one thread.
+        if self._closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        if self._http is None or self._http_pid != os.getpid():  # a forked child makes its own
+            self._http = httpx.AsyncClient(timeout=self._timeout)
+            self._http_pid = os.getpid()
+        return await self._http.request(**request)
 
     async def send(self, call: Call[T]) -> T:
         policy = self._policy
@@ -194,7 +237,7 @@ class AsyncChatHistoryClient:
         attempt = 0
         while True:
             try:
-                response = await self._http.request(**request)
+                response = await self._request(request)
             except httpx.TransportError as exc:
                 if attempt >= policy.max_retries:
                     raise TransportError(f"{call.method} {call.path}: {exc}") from exc

@@ -9,11 +9,16 @@ system messages are stored as the service's user, assistant, tool and system mes
 call, and read back equal to what was added: what the service's message cannot say (ids, names,
 `additional_kwargs`, `response_metadata`, content blocks, other message types) rides along in the
 message's `metadata`, which the service keeps but never sends to a model.
+
+The async methods (`aget_messages`, `aadd_messages`, `aclear`) may be awaited from any event loop and
+thread, and one history object may serve several of them (its async client's connections live on a loop
+of their own); the sync methods may be called from any thread.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,6 +143,7 @@ class ChatHistoryMessageHistory(BaseChatMessageHistory):
         self._client = client or ChatHistoryClient(base_url, token=token, user_id=user_id)
         self._async_args = {"base_url": base_url, "token": token, "user_id": user_id}
         self._async_client = async_client
+        self._async_guard = threading.Lock()
         self._settings = dict(conversation_settings or {"title": f"session {session_id}"})
         self._conversation_id: str | None = None
 
@@ -191,9 +197,10 @@ class ChatHistoryMessageHistory(BaseChatMessageHistory):
     # Async
 
     def _aclient(self) -> AsyncChatHistoryClient:
-        if self._async_client is None:
-            self._async_client = AsyncChatHistoryClient(**self._async_args)  # type: ignore[arg-type]
-        return self._async_client
+        with self._async_guard:  # one client, however many threads ask first
+            if self._async_client is None:
+                self._async_client = AsyncChatHistoryClient(**self._async_args)  # type: ignore[arg-type]
+            return self._async_client
 
     async def _aconversation(self, *, create: bool) -> str | None:
         if self._conversation_id is None:

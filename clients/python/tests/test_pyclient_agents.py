@@ -1,8 +1,8 @@
 """CLIENT-2: `ChatHistorySession`, the OpenAI Agents SDK `Session`, on the local server over HTTP.
 
-The Agents SDK publishes no protocol test suite for third-party sessions (its sdist's session tests are
-each written for one backend's class), so the session is exercised through the SDK's own `Runner.run`
-with a stand-in model server, and by the round trips below."""
+The Agents SDK's own session tests run against this session in upstream/test_upstream_agents_session.py
+(those of SQLite internals skipped as not applicable); here, the SDK's `Runner.run` with a stand-in
+model server and the round trips below."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    Runner,
+    SessionSettings,
+    function_tool,
+    set_tracing_disabled,
+)
 from chat_history_client import AsyncChatHistoryClient
 from chat_history_client.agents import ChatHistorySession
 from openai import AsyncOpenAI
@@ -233,3 +240,32 @@ def test_items_without_text_still_round_trip(server: ServerProcess, item: dict[s
         return await session.get_items()
 
     assert asyncio.run(run()) == [item]
+
+
+def test_session_settings_are_the_sdks_and_their_limit_is_the_default(server: ServerProcess) -> None:
+    """CLIENT-2: `session_settings` is the SDK's `SessionSettings`: the default when none is given, a dict
+    normalised, an unknown field or another type refused; its `limit` is `get_items()`'s default (an
+    explicit limit wins; 0 is none, a negative limit all, as in the SDK's SQLite session)."""
+    assert _session(server, "agents-settings").session_settings == SessionSettings()
+    limited = ChatHistorySession(
+        "agents-settings", base_url=server.url, user_id="alice", session_settings={"limit": 2}
+    )
+    assert isinstance(limited.session_settings, SessionSettings)
+    assert limited.session_settings.limit == 2
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        ChatHistorySession("x", base_url=server.url, user_id="alice", session_settings={"limitt": 1})
+    with pytest.raises(TypeError, match="SessionSettings instance or a dict"):
+        ChatHistorySession("x", base_url=server.url, user_id="alice", session_settings=3)  # type: ignore[arg-type]
+    items = [{"role": "user", "content": f"m{i}"} for i in range(5)]
+
+    async def run() -> tuple[list[Any], ...]:
+        await limited.add_items(items)
+        return (
+            await limited.get_items(),
+            await limited.get_items(limit=4),
+            await limited.get_items(limit=0),
+            await limited.get_items(limit=-1),
+        )
+
+    default, explicit, none, every = asyncio.run(run())
+    assert (default, explicit, none, every) == (items[-2:], items[-4:], [], items)
