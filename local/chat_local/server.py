@@ -48,8 +48,6 @@ from chat_local.dynamodb import (
     dynamodb_client,
     ensure_table,
     is_loopback,
-    read_snapshot,
-    restore_items,
 )
 from chat_local.lambda_runtime import (
     FunctionRuntime,
@@ -58,6 +56,7 @@ from chat_local.lambda_runtime import (
     apply_function_environment,
 )
 from chat_local.openapi import swagger_page
+from chat_local.journal import DurableTable
 from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
@@ -147,6 +146,8 @@ class LocalApi:
         self.endpoint = ""
         self.table_name = ""
         self.restored = 0
+        self.restore_seconds = 0.0
+        self.durable: DurableTable | None = None
         self.created_table = False
         self.snapshotter: Snapshotter | None = None
         self.sweeper: TtlSweeper | None = None
@@ -240,10 +241,31 @@ class LocalApi:
         snapshot_path = cfg.resolved_data_dir / SNAPSHOT_FILE
         mirrors = self._start_buckets()
         if self.embedded is not None and cfg.persist:
-            items = read_snapshot(snapshot_path)
-            self.restored = restore_items(client, table.name, items)
+            # The snapshot, then the journal of every write answered since (LOC-3), straight into the store.
+            durable = DurableTable(
+                cfg.resolved_data_dir,
+                table.name,
+                region=cfg.region,
+                account_id=LOCAL_ACCOUNT_ID,
+                lock=self.embedded.request_lock,
+            )
+            loaded = durable.load()
+            self.restored, self.restore_seconds = loaded.items, loaded.seconds
+            log.info(
+                "restored %d items (%d journal records, %d torn) in %.2f s",
+                loaded.items,
+                loaded.records,
+                loaded.torn,
+                loaded.seconds,
+            )
             for mirror in mirrors:
                 mirror.restore()
+            self.durable = durable
+            self.embedded.durable = durable
+            by_bucket = {mirror.bucket: mirror for mirror in mirrors}
+            self.embedded.on_object_write = lambda bucket, key: (
+                by_bucket[bucket].sync(key) if bucket in by_bucket else None
+            )
             self.snapshotter = Snapshotter(
                 client,
                 table.name,
@@ -251,6 +273,7 @@ class LocalApi:
                 change_counter=lambda: self.embedded.write_count if self.embedded else 0,
                 interval_s=cfg.snapshot_interval_s,
                 after_save=[mirror.save for mirror in mirrors],
+                save=durable.snapshot,
             ).start()
         if table.ttl_attribute and cfg.ttl_sweep_interval_s > 0 and is_loopback(self.endpoint):
             self.sweeper = TtlSweeper(
@@ -395,8 +418,12 @@ class LocalApi:
             self.snapshotter.stop(timeout_s=deadline - time.monotonic())
             self.snapshotter = None
         if self.embedded is not None:
+            self.embedded.durable = self.embedded.on_object_write = None
             self.embedded.stop()
             self.embedded = None
+        if self.durable is not None:
+            self.durable.close()
+            self.durable = None
         if self.runtime is not None:
             use(self._runtime_before)
             self.runtime.close()
@@ -785,8 +812,9 @@ def banner(api: LocalApi, url: str) -> str:
         lines.append(f"  DynamoDB   {store}")
         if cfg.persist:
             lines.append(
-                f"  Data       {cfg.resolved_data_dir / SNAPSHOT_FILE} ({api.restored} items restored; "
-                f"saved every {cfg.snapshot_interval_s:g} s when changed and at exit)"
+                f"  Data       {cfg.resolved_data_dir / SNAPSHOT_FILE} ({api.restored} items restored in "
+                f"{api.restore_seconds:.1f} s; every write journaled before it is answered, snapshot "
+                f"every {cfg.snapshot_interval_s:g} s when changed and at exit)"
             )
         else:
             lines.append("  Data       not persisted (--no-persist): everything is lost at exit")
