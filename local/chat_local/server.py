@@ -49,6 +49,7 @@ from chat_local.dynamodb import (
     ensure_table,
     is_loopback,
 )
+from chat_local.journal import DurableTable
 from chat_local.lambda_runtime import (
     FunctionRuntime,
     HandlerUnavailable,
@@ -56,7 +57,6 @@ from chat_local.lambda_runtime import (
     apply_function_environment,
 )
 from chat_local.openapi import swagger_page
-from chat_local.journal import DurableTable
 from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
@@ -277,7 +277,11 @@ class LocalApi:
             ).start()
         if table.ttl_attribute and cfg.ttl_sweep_interval_s > 0 and is_loopback(self.endpoint):
             self.sweeper = TtlSweeper(
-                client, table.name, table.ttl_attribute, interval_s=cfg.ttl_sweep_interval_s
+                client,
+                table.name,
+                table.ttl_attribute,
+                interval_s=cfg.ttl_sweep_interval_s,
+                find_expired=self.durable.expired if self.durable else None,
             )
 
         for logical_id, spec in template.functions.items():

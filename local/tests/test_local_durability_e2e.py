@@ -50,7 +50,10 @@ class _Poster(threading.Thread):
                     continue
                 data = answer.json()
                 self.conversation_id = data["conversation_id"]
-                self.acknowledged += [data["user_message"]["message_id"], data["assistant_message"]["message_id"]]
+                self.acknowledged += [
+                    data["user_message"]["message_id"],
+                    data["assistant_message"]["message_id"],
+                ]
                 self.posts += 1
 
 
@@ -126,7 +129,8 @@ def test_every_acknowledged_post_survives_kill_9_of_the_server(model: OpenAIStan
         restarted.stop()
     kept = sum(1 for cid, ids in acknowledged.items() for i in ids if i in set(found[cid]))
     restored = re.search(r"restored \d+ items \(\d+ journal records.*", restarted.output)
-    print(f"LOC-3 kill -9: {sum(p.posts for p in posters)} posts answered 201, {kept} of {total} message ids kept")
+    posts = sum(p.posts for p in posters)
+    print(f"LOC-3 kill -9: {posts} posts answered 201, {kept} of {total} message ids kept")
     print(restored.group(0) if restored else "")
     # every message id of every 201 answer is there
     missing = [i for cid, ids in acknowledged.items() for i in ids if i not in set(found[cid])]

@@ -59,7 +59,9 @@ def _items(client: Any, table: TableSpec) -> dict[tuple[str, str], dict[str, Any
 
 
 @pytest.fixture
-def journaled(store: EmbeddedDynamoDB, client: Any, tmp_path: Path) -> Iterator[tuple[TableSpec, DurableTable]]:
+def journaled(
+    store: EmbeddedDynamoDB, client: Any, tmp_path: Path
+) -> Iterator[tuple[TableSpec, DurableTable]]:
     """A fresh table whose writes the store journals to tmp_path."""
     table = _table(client)
     durable = _durable(store, tmp_path, table)
@@ -86,7 +88,9 @@ def test_every_kind_of_write_is_replayed_onto_a_fresh_table(
         ExpressionAttributeValues={":n": {"N": "7"}, ":m": {"M": {"l": {"L": [{"S": "x"}, {"NULL": True}]}}}},
     )
     client.batch_write_item(
-        RequestItems={name: [{"PutRequest": {"Item": {"pk": {"S": "b"}, "sk": {"S": str(i)}}}} for i in range(3)]}
+        RequestItems={
+            name: [{"PutRequest": {"Item": {"pk": {"S": "b"}, "sk": {"S": str(i)}}}} for i in range(3)]
+        }
     )
     client.delete_item(TableName=name, Key={"pk": {"S": "b"}, "sk": {"S": "0"}})
     client.transact_write_items(
@@ -120,7 +124,7 @@ def test_a_torn_last_record_is_ignored_with_a_log_line(
 ) -> None:
     """LOC-3: a kill in the middle of a journal write leaves a partial record: the start ignores it (that
     request was never answered), says so, and keeps everything before it; later writes go to a new file."""
-    table, durable = journaled
+    table, _ = journaled
     for i in range(3):
         client.put_item(TableName=table.name, Item={"pk": {"S": "t"}, "sk": {"S": str(i)}})
     journal = sorted((tmp_path / "journal").glob("*.log"))[-1]
@@ -139,7 +143,8 @@ def test_a_torn_last_record_is_ignored_with_a_log_line(
         # Then the start succeeds with every complete record, and the torn one is named in the log
         assert report.torn == 1
         assert sorted(k[1] for k in _items(client, other)) == ["0", "1", "2"]
-        assert "cut short" in caplog.text and journal.name in caplog.text
+        assert "cut short" in caplog.text
+        assert journal.name in caplog.text
 
 
 def test_a_snapshot_taken_while_writes_go_on_plus_its_journal_is_the_table(
@@ -148,7 +153,9 @@ def test_a_snapshot_taken_while_writes_go_on_plus_its_journal_is_the_table(
     """LOC-3: the snapshot does not stop writes; whatever it copied, snapshot + journal give the table."""
     table, durable = journaled
     for i in range(300):
-        client.put_item(TableName=table.name, Item={"pk": {"S": "s"}, "sk": {"S": f"{i:04}"}, "n": {"N": "0"}})
+        client.put_item(
+            TableName=table.name, Item={"pk": {"S": "s"}, "sk": {"S": f"{i:04}"}, "n": {"N": "0"}}
+        )
     stop = threading.Event()
 
     def writer() -> None:
@@ -161,7 +168,9 @@ def test_a_snapshot_taken_while_writes_go_on_plus_its_journal_is_the_table(
                 UpdateExpression="ADD n :one",
                 ExpressionAttributeValues={":one": {"N": "1"}},
             )
-            client.delete_item(TableName=table.name, Key={"pk": {"S": "s"}, "sk": {"S": f"{(n * 7) % 300:04}"}})
+            client.delete_item(
+                TableName=table.name, Key={"pk": {"S": "s"}, "sk": {"S": f"{(n * 7) % 300:04}"}}
+            )
             client.put_item(TableName=table.name, Item={"pk": {"S": "s"}, "sk": {"S": f"new{n}"}})
 
     # Given writes going on while two snapshots are taken
@@ -175,7 +184,7 @@ def test_a_snapshot_taken_while_writes_go_on_plus_its_journal_is_the_table(
         thread.join()
     expected = _items(client, table)
     # Then the older journals are gone, and snapshot + journal load into exactly the table
-    items, base = read_snapshot(tmp_path / "dynamodb.json")
+    _, base = read_snapshot(tmp_path / "dynamodb.json")
     assert [int(p.stem) for p in (tmp_path / "journal").glob("*.log")] == [base]
     other = _table(client)
     _durable(store, tmp_path, other).load()
