@@ -47,6 +47,7 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
 
+from chat_local import moto_fidelity
 from chat_local.dynamodb import SnapshotError
 
 
@@ -183,6 +184,11 @@ class DurableTable:
 
     @staticmethod
     def _set(table: Table, attrs: dict[str, Any] | None, key: tuple[DynamoType, DynamoType | None]) -> None:
+        DurableTable._put(table, attrs, key)
+        moto_fidelity.reindex(table, *key)
+
+    @staticmethod
+    def _put(table: Table, attrs: dict[str, Any] | None, key: tuple[DynamoType, DynamoType | None]) -> None:
         hash_value, range_value = key
         if attrs is None:
             if range_value is None:
