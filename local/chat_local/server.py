@@ -446,14 +446,9 @@ class LocalApi:
             return self._send_to_queue(request), "sqs"
         match = self.router.match(request.method, decoded_path(path))
         if isinstance(match, NoRoute):
-            if match.allowed:
-                return error_response(
-                    405,
-                    "method_not_allowed",
-                    f"{request.method} is not allowed on {path}; use {', '.join(match.allowed)}",
-                    [("Allow", ", ".join(match.allowed))],
-                ), "-"
-            return error_response(404, "route_not_found", f"no route for {request.method} {path}"), "-"
+            # What an HTTP API answers for a request no route takes, an unknown path or a method its
+            # path does not have (TRACE, QUERY, a PUT of a POST route) alike: it never answers 405.
+            return json_response(404, {"message": "Not Found"}), "-"
         runtime = self.runtimes[match.route.function.logical_id]
         try:
             event = build_event(request, match, region=self.config.region, verify=self._verify)
@@ -728,8 +723,8 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 
     def __getattr__(self, name: str) -> Any:
-        # Any other method (TRACE, QUERY, ...) is routed too, so it meets the 404 API Gateway answers
-        # for a method no route has, instead of http.server's 501.
+        # Any other method (TRACE, QUERY, ...) is routed too, so it meets the 404 {"message": "Not Found"}
+        # API Gateway answers for a method no route has, instead of http.server's 501.
         if name.startswith("do_"):
             return self._serve
         raise AttributeError(name)
