@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_local.dynamodb import EmbeddedDynamoDB, SnapshotError, dynamodb_client, ensure_table
+from chat_local.dynamodb import EmbeddedDynamoDB, SnapshotError, TtlSweeper, dynamodb_client, ensure_table
 from chat_local.journal import DurableTable, read_snapshot
+from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.template import LOCAL_ACCOUNT_ID, TableSpec, load_template
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,3 +198,39 @@ def test_a_snapshot_cut_short_is_an_error_not_an_empty_table(tmp_path: Path) -> 
     path.write_text('{"version": 2, "table": "t", "journal": 3}\n{"pk": {"S": "a"}}\n', encoding="utf-8")
     with pytest.raises(SnapshotError, match="incomplete"):
         read_snapshot(path)
+
+
+def test_expired_items_are_found_in_process(
+    client: Any, journaled: tuple[TableSpec, DurableTable], store: EmbeddedDynamoDB
+) -> None:
+    """The TTL sweep's candidates come from the store's items, not a Scan (which reads the whole table
+    again for every page): the same items a `expires_at < now` filter finds."""
+    table, durable = journaled
+    for sk, ttl in (("old", {"N": "100"}), ("new", {"N": "300"}), ("text", {"S": "100"}), ("none", None)):
+        item: dict[str, Any] = {"pk": {"S": "ttl"}, "sk": {"S": sk}}
+        if ttl is not None:
+            item["expires_at"] = ttl
+        client.put_item(TableName=table.name, Item=item)
+    sweeper = TtlSweeper(client, table.name, "expires_at", find_expired=durable.expired)
+    assert durable.expired("expires_at", 200) == [{"pk": {"S": "ttl"}, "sk": {"S": "old"}}]
+    assert sweeper.sweep(now=200) == 1
+    assert sorted(k[1] for k in _items(client, table)) == ["new", "none", "text"]
+
+
+def test_an_object_is_in_its_mirror_before_the_store_answers(store: EmbeddedDynamoDB, tmp_path: Path) -> None:
+    """LOC-3: S3 objects (API-17 blobs) are written to the data directory before the put is answered,
+    and removed before the delete is; a multi-object delete brings the whole bucket's mirror up to date."""
+    s3 = s3_client(store.endpoint, REGION)
+    create_buckets(s3, ["mirrored"], REGION)
+    mirror = BucketMirror(s3, "mirrored", tmp_path / "mirrored")
+    store.on_object_write = lambda bucket, key: mirror.sync(key) if bucket == "mirrored" else None
+    try:
+        s3.put_object(Bucket="mirrored", Key="c/1/part", Body=b"\x00data")
+        assert (tmp_path / "mirrored" / "c" / "1" / "part").read_bytes() == b"\x00data"
+        s3.put_object(Bucket="mirrored", Key="c/2", Body=b"two")
+        s3.delete_object(Bucket="mirrored", Key="c/1/part")
+        assert not (tmp_path / "mirrored" / "c" / "1" / "part").exists()
+        s3.delete_objects(Bucket="mirrored", Delete={"Objects": [{"Key": "c/2"}]})
+        assert not (tmp_path / "mirrored" / "c" / "2").exists()
+    finally:
+        store.on_object_write = None
