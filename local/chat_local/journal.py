@@ -63,6 +63,12 @@ def _json_loads() -> Callable[[bytes], Any]:
 
 _loads = _json_loads()
 
+
+def _dumps(value: Any) -> str:
+    # ASCII only (non-ASCII text as \u escapes): a record's bytes are the same whatever the locale.
+    return json.dumps(value, separators=(",", ":"))
+
+
 log = logging.getLogger("chat_local.journal")
 
 SNAPSHOT_VERSION = 2
@@ -80,7 +86,7 @@ class LoadReport:
 
 
 def _frame(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    body = _dumps(payload).encode("ascii")
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
@@ -315,9 +321,7 @@ class DurableTable:
                         items = [self._get(table, h, r) for h, r in keys[start : start + CHUNK]]
                         rows = [_item_json(i) for i in items if i is not None]
                     count += len(rows)
-                    fh.writelines(
-                        json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
-                    )
+                    fh.writelines(_dumps(r) + "\n" for r in rows)
                 fh.write(json.dumps({"end": count}) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())

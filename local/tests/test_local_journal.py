@@ -81,7 +81,10 @@ def test_every_kind_of_write_is_replayed_onto_a_fresh_table(
     table, _ = journaled
     name = table.name
     # Given every kind of write, binary and nested values included, and a refused one
-    client.put_item(TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "b": {"B": b"\x00\xff"}})
+    text = {"S": "中文 and emoji 🎉"}
+    client.put_item(
+        TableName=name, Item={"pk": {"S": "a"}, "sk": {"S": "1"}, "b": {"B": b"\x00\xff"}, "t": text}
+    )
     client.update_item(
         TableName=name,
         Key={"pk": {"S": "a"}, "sk": {"S": "1"}},
