@@ -75,6 +75,8 @@ SNAPSHOT_VERSION = 2
 JOURNAL_DIR = "journal"
 #: Items copied per hold of the store's lock while a snapshot is written (a few ms each).
 CHUNK = 250
+#: Items loaded from which a start freezes the collector's view of them (see `load`).
+FREEZE_AT = 10_000
 
 
 @dataclass
@@ -343,10 +345,12 @@ class DurableTable:
         """Snapshot, then every journal after it, into the (empty) table; then a fresh journal."""
         # Millions of small objects are made here: the collector would run hundreds of times over them
         # (half the time of a restart at 100,000 items). They live as long as the server, so once loaded
-        # they are moved out of its reach (gc.freeze) and later collections do not walk them either.
+        # a large table is moved out of its reach (gc.freeze) and later collections do not walk it either
+        # (not a small one: a test process starting many servers would keep their garbage for good).
         with _collector_paused():
             report = self._load()
-        gc.freeze()
+        if report.items >= FREEZE_AT:
+            gc.freeze()
         return report
 
     def _load(self) -> LoadReport:
