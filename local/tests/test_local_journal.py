@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from chat_local.dynamodb import EmbeddedDynamoDB, SnapshotError, TtlSweeper, dynamodb_client, ensure_table
-from chat_local.journal import DurableTable, read_snapshot
+from chat_local.journal import DurableTable, _frame, read_snapshot
 from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.template import LOCAL_ACCOUNT_ID, TableSpec, load_template
 
@@ -237,3 +237,41 @@ def test_an_object_is_in_its_mirror_before_the_store_answers(store: EmbeddedDyna
         assert not (tmp_path / "mirrored" / "c" / "2").exists()
     finally:
         store.on_object_write = None
+
+
+def test_a_crash_on_either_side_of_the_snapshot_rename_loses_nothing(
+    store: EmbeddedDynamoDB, client: Any, tmp_path: Path, journaled: tuple[TableSpec, DurableTable]
+) -> None:
+    """LOC-3: killed while a snapshot is written (before its rename), the start uses the old snapshot and
+    every journal since; killed after the rename but before the old journals were deleted, it uses the
+    new snapshot and its own journals alone."""
+    table, durable = journaled
+    client.put_item(TableName=table.name, Item={"pk": {"S": "r"}, "sk": {"S": "1"}, "v": {"S": "first"}})
+    durable.snapshot()
+    client.put_item(TableName=table.name, Item={"pk": {"S": "r"}, "sk": {"S": "1"}, "v": {"S": "second"}})
+    client.put_item(TableName=table.name, Item={"pk": {"S": "r"}, "sk": {"S": "2"}})
+    expected = _items(client, table)
+    snapshot = tmp_path / "dynamodb.json"
+    kept = {p.name: p.read_bytes() for p in (tmp_path / "journal").glob("*.log")}
+    old_snapshot = snapshot.read_bytes()
+    # Given a crash before the rename: a new journal was started, a half-written temp file is left
+    durable.snapshot()
+    snapshot.write_bytes(old_snapshot)
+    for name, data in kept.items():
+        (tmp_path / "journal" / name).write_bytes(data)
+    (tmp_path / ".dynamodb.json.99.tmp").write_text('{"version": 2, "journal": 9}\n{"pk"', encoding="utf-8")
+    other = _table(client)
+    _durable(store, tmp_path, other).load()
+    # Then the old snapshot and every journal give the table
+    assert _items(client, other) == expected
+    # Given a crash after the rename, an older journal still there (one that would undo a later write)
+    durable.snapshot()
+    _, base = read_snapshot(snapshot)
+    stale = {"pk": {"S": "r"}, "sk": {"S": "1"}, "v": {"S": "stale"}}
+    stale_record = _frame({"w": [[{"pk": stale["pk"], "sk": stale["sk"]}, stale]]})
+    (tmp_path / "journal" / f"{base - 1:08d}.log").write_bytes(stale_record)
+    other = _table(client)
+    _durable(store, tmp_path, other).load()
+    # Then it is not replayed (and is gone)
+    assert _items(client, other) == expected
+    assert not (tmp_path / "journal" / f"{base - 1:08d}.log").exists()
