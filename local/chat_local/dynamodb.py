@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import os
@@ -41,7 +42,26 @@ _READ_OPERATIONS = frozenset(
         "DescribeEndpoints",
     }
 )
+# The writes whose items are journaled (chat_local.journal); anything else that changes data (CreateTable,
+# TTL settings) is redone from the template at every start.
+_JOURNALED = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30)
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    """The request's body, read once and put back for the application."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    raw: bytes = environ["wsgi.input"].read(length) if length > 0 else b""
+    environ["wsgi.input"] = io.BytesIO(raw)
+    environ["CONTENT_LENGTH"] = str(len(raw))
+    return raw
+
+
+def _is_s3_write(environ: dict[str, Any]) -> bool:
+    if environ.get("REQUEST_METHOD") not in ("PUT", "DELETE", "POST"):
+        return False
+    credential = environ.get("HTTP_AUTHORIZATION", "") + environ.get("QUERY_STRING", "")
+    return "/s3/aws4_request" in credential or "%2Fs3%2Faws4_request" in credential
 
 
 def dynamodb_client(endpoint: str, region: str) -> Any:
@@ -68,6 +88,16 @@ class EmbeddedDynamoDB:
         self._writes = 0
         self._lock = threading.Lock()
         self._serial = threading.Lock()
+        #: Set by the local server when it persists: journals every applied write (chat_local.journal).
+        self.durable: Any = None
+        #: Set by the local server: called with (bucket, key) after an S3 object was written or deleted
+        #: ("" for the key: anything in the bucket may have changed), before the answer is sent.
+        self.on_object_write: Callable[[str, str], None] | None = None
+
+    @property
+    def request_lock(self) -> threading.Lock:
+        """The lock every DynamoDB request of this store runs under."""
+        return self._serial
 
     @property
     def endpoint(self) -> str:
@@ -83,17 +113,53 @@ class EmbeddedDynamoDB:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             target = environ.get("HTTP_X_AMZ_TARGET", "")
             if not target.startswith("DynamoDB_"):
+                if self.on_object_write is not None and _is_s3_write(environ):
+                    return self._s3_write(app, environ, start_response)
                 return app(environ, start_response)
-            if target.rpartition(".")[2] not in _READ_OPERATIONS:
+            op = target.rpartition(".")[2]
+            if op not in _READ_OPERATIONS:
                 with self._lock:
                     self._writes += 1
+            durable = self.durable
+            raw: bytes | None = None
+            if durable is not None and op in _JOURNALED:
+                raw = _read_body(environ)
+            statuses: list[str] = []
+
+            def started(status: str, headers: Any, exc_info: Any = None) -> Any:
+                statuses.append(status)
+                return start_response(status, headers, exc_info)
+
             # DynamoDB applies each request atomically; moto does not (a TransactWriteItems checks its
             # conditions, then writes, while other threads mutate the same dicts). One request at a
             # time keeps concurrent posters from both passing a condition or crashing moto mid-copy.
             with self._serial:
-                return app(environ, start_response)
+                answer = app(environ, started)
+                # A failed write applied nothing (moto_fidelity undoes a cancelled transaction); a
+                # BatchWriteItem refused half-way may have written its first items: journal it anyway.
+                applied = bool(statuses) and (statuses[0].startswith("200") or op == "BatchWriteItem")
+                if raw is not None and durable is not None and applied:
+                    durable.record(op, raw)  # in the journal before the answer leaves (LOC-3)
+                return answer
 
         return middleware
+
+    def _s3_write(self, app: Callable[..., Any], environ: dict[str, Any], start_response: Any) -> Any:
+        statuses: list[str] = []
+
+        def started(status: str, headers: Any, exc_info: Any = None) -> Any:
+            statuses.append(status)
+            return start_response(status, headers, exc_info)
+
+        answer = app(environ, started)
+        if statuses and statuses[0][:1] == "2" and self.on_object_write is not None:
+            path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", "replace")
+            bucket, _, key = path.lstrip("/").partition("/")
+            method = environ.get("REQUEST_METHOD", "")
+            # PUT/DELETE of one object: that key; anything else (a multi-object delete, a multipart
+            # completion): the whole bucket.
+            self.on_object_write(bucket, key if method in ("PUT", "DELETE") else "")
+        return answer
 
     def start(self) -> EmbeddedDynamoDB:
         # moto's own server pieces, wrapped; ThreadedMotoServer offers no hook for middleware.
@@ -281,8 +347,11 @@ class Snapshotter:
         change_counter: Callable[[], int],
         interval_s: float = 2.0,
         after_save: Sequence[Callable[[], None]] = (),
+        save: Callable[[], int] | None = None,
     ) -> None:
         self.client = client
+        #: What a save does (the embedded store's snapshot + journal); by default, a Scan to `path`.
+        self._save = save or (lambda: write_snapshot(self.client, self.table, self.path))
         self._after_save = tuple(after_save)
         self.table = table
         self.path = path
@@ -300,7 +369,7 @@ class Snapshotter:
             if seen == self._saved_at_change:
                 return False
             try:
-                self.last_count = write_snapshot(self.client, self.table, self.path)
+                self.last_count = self._save()
             except (BotoCoreError, ClientError, OSError) as exc:
                 log.error("snapshot of %s to %s failed: %s", self.table, self.path, exc)
                 return False
@@ -346,8 +415,17 @@ class TtlSweeper:
     `userIdentity` of the DynamoDB service, which retention functions filter on.
     """
 
-    def __init__(self, client: Any, table: str, attribute: str, *, interval_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        attribute: str,
+        *,
+        interval_s: float = 60.0,
+        find_expired: Callable[[str, int], list[dict[str, Any]]] | None = None,
+    ) -> None:
         self.client = client
+        self.find_expired = find_expired
         self.table = table
         self.attribute = attribute
         self.interval_s = interval_s
@@ -374,34 +452,22 @@ class TtlSweeper:
             k["AttributeName"] for k in self.client.describe_table(TableName=self.table)["Table"]["KeySchema"]
         ]
         deleted = 0
-        # Dev-only Scan (see scan_items): the sweeper stands in for DynamoDB's background TTL process.
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "FilterExpression": "#ttl < :now",
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
-        while True:
-            page = self.client.scan(**kwargs)
-            for item in page.get("Items", []):
-                keys = {k: item[k] for k in key_names}
-                with self._lock:
-                    self._swept[self.key_id(keys)] = time.monotonic()
-                try:
-                    self.client.delete_item(
-                        TableName=self.table,
-                        Key=keys,
-                        ConditionExpression="#ttl < :now",
-                        ExpressionAttributeNames=names,
-                        ExpressionAttributeValues=values,
-                    )
-                    deleted += 1
-                except ClientError as exc:
-                    if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                        raise
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for item in self._expired(now_s):
+            keys = {k: item[k] for k in key_names}
+            with self._lock:
+                self._swept[self.key_id(keys)] = time.monotonic()
+            try:
+                self.client.delete_item(
+                    TableName=self.table,
+                    Key=keys,
+                    ConditionExpression="#ttl < :now",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+                deleted += 1
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise
         with self._lock:
             horizon = time.monotonic() - 600
             self._swept = {k: t for k, t in self._swept.items() if t >= horizon}
@@ -409,6 +475,27 @@ class TtlSweeper:
         if deleted:
             log.info("TTL sweep removed %d expired item(s) from %s", deleted, self.table)
         return deleted
+
+    def _expired(self, now_s: int) -> Iterator[dict[str, Any]]:
+        """The expired items (their keys at least): from `find_expired` when given (the embedded store
+        looks at its items in-process: a Scan of moto reads the whole table again for every page, a
+        minute and a half at 100,000 items), else by a Scan."""
+        if self.find_expired is not None:
+            yield from self.find_expired(self.attribute, now_s)
+            return
+        # Dev-only Scan (see scan_items): the sweeper stands in for DynamoDB's background TTL process.
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "#ttl < :now",
+            "ExpressionAttributeNames": {"#ttl": self.attribute},
+            "ExpressionAttributeValues": {":now": {"N": str(now_s)}},
+        }
+        while True:
+            page = self.client.scan(**kwargs)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):

@@ -25,11 +25,16 @@
 6. A Query reads its partition. moto's Query of the table looks at every item of the table for the ones
    with the asked partition key, so every read got slower as any other conversation or world grew (a
    post's p50 tripled at 10,000 items); moto already keeps items by partition, and the Query now looks at
-   that partition alone. Results, order, pages and counts are the same. (Queries of an index still look
-   at every item.)
+   that partition alone. Results, order, pages and counts are the same.
 7. A response is not searched for XML it does not hold. moto runs a look-behind regular expression for
    `<RequestId>` over every response body, JSON included: on a large Query page, a sixth of the store's
    CPU. It now runs only on a body that holds `<RequestId>` (the same bodies change, the same way).
+8. A Query of a global secondary index reads its index partition. moto looks at (and sorts) every item
+   of the table for those with the asked index key, so the conversation listing (gsi1pk) got slower with
+   every item stored. Each table now keeps, per index, the table keys of the items by their index
+   partition key, built at the first Query of the index and kept up to date by every write (the writes
+   of 5., which transactions and batches go through, and a cancelled transaction's undo); the Query
+   looks at that partition's items alone. Results, order, pages and counts are the same.
 """
 
 from __future__ import annotations
@@ -176,6 +181,8 @@ def _restore(saved: list[_Saved], streams: dict[int, tuple[Any, int]]) -> None:
             table.items[hash_value][range_value] = item
     for shard, length in streams.values():
         del shard.items[length:]
+    for table, hash_value, range_value, _ in saved:
+        reindex(table, hash_value, range_value)
 
 
 def _transact_with_undo(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
@@ -203,7 +210,10 @@ def _one_step(name: str) -> Any:
 
     def write(self: DynamoDBBackend, *args: Any, **kwargs: Any) -> Any:
         with _lock:
-            return original(self, *args, **kwargs)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _reindex_written(self, name, args, kwargs)
 
     write.__name__ = name
     _original_writes[name] = original
@@ -261,10 +271,115 @@ class _Partition:
         return getattr(self._table, name)
 
 
+# Per table, per global index with one partition key attribute: (attribute, table keys by index
+# partition value, index partition value by table key). Kept on the Table as `_gsi_keys` (fidelity 8).
+_TableKey = tuple[DynamoType, DynamoType | None]
+_IndexKeys = tuple[str, dict[DynamoType, dict[_TableKey, None]], dict[_TableKey, DynamoType]]
+
+
+def _index_attribute(table: Table, index_name: str) -> str | None:
+    for index in table.global_indexes or []:
+        if index.name == index_name:
+            hashes = [k["AttributeName"] for k in index.schema if k["KeyType"] == "HASH"]
+            return hashes[0] if len(hashes) == 1 else None
+    return None
+
+
+def _index_keys(table: Table, index_name: str, attribute: str) -> _IndexKeys:
+    """The index's table keys by partition, built from every item at its first use (then kept)."""
+    indexes: dict[str, _IndexKeys] = table.__dict__.setdefault("_gsi_keys", {})
+    if index_name not in indexes:
+        by_value: dict[DynamoType, dict[_TableKey, None]] = {}
+        by_key: dict[_TableKey, DynamoType] = {}
+        for item in _every_item(table):
+            value = item.attrs.get(attribute)
+            if value is not None:
+                key = (item.hash_key, item.range_key)
+                by_value.setdefault(value, {})[key] = None
+                by_key[key] = value
+        indexes[index_name] = (attribute, by_value, by_key)
+    return indexes[index_name]
+
+
+def _every_item(table: Table) -> list[Item]:
+    if table.range_key_attr:
+        return [item for partition in table.items.values() for item in partition.values()]
+    return list(table.items.values())  # type: ignore[arg-type]
+
+
+def reindex(table: Table, hash_value: DynamoType, range_value: DynamoType | None) -> None:
+    """Bring the table's index partitions up to date with the item at this key (written or deleted)."""
+    indexes: dict[str, _IndexKeys] | None = table.__dict__.get("_gsi_keys")
+    if not indexes:
+        return
+    key = (hash_value, range_value)
+    if range_value is None:
+        found = table.items.get(hash_value)
+        item = found if isinstance(found, Item) else None
+    else:
+        item = table.items.get(hash_value, {}).get(range_value)
+    for attribute, by_value, by_key in indexes.values():
+        old = by_key.pop(key, None)
+        if old is not None:
+            members = by_value.get(old, {})
+            members.pop(key, None)
+            if not members:
+                by_value.pop(old, None)
+        new = item.attrs.get(attribute) if item is not None else None
+        if new is not None:
+            by_value.setdefault(new, {})[key] = None
+            by_key[key] = new
+
+
+def _reindex_written(
+    backend: DynamoDBBackend, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    table_name = kwargs.get("table_name", args[0] if args else None)
+    attrs = kwargs.get("item_attrs" if name == "put_item" else "key", args[1] if len(args) > 1 else None)
+    table = backend.tables.get(table_name) if isinstance(table_name, str) else None
+    if table is None or not isinstance(attrs, dict) or table.hash_key_attr not in attrs:
+        return
+    if table.range_key_attr is not None and table.range_key_attr not in attrs:
+        return
+    range_value = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+    reindex(table, DynamoType(attrs[table.hash_key_attr]), range_value)
+
+
+class _IndexPartition:
+    """A table as a Query of one of its global indexes sees it: `all_items()` is the items of the one
+    index partition asked for, in the order of moto's own `all_items` (fidelity 8)."""
+
+    def __init__(self, table: Table, keys: dict[_TableKey, None]) -> None:
+        self._table = table
+        self._keys = keys
+
+    def all_items(self) -> list[Item]:
+        items: list[Item] = []
+        for hash_value, range_value in self._keys:
+            if range_value is None:
+                found = self._table.items.get(hash_value)
+                if isinstance(found, Item):
+                    items.append(found)
+            elif (item := self._table.items.get(hash_value, {}).get(range_value)) is not None:
+                items.append(item)
+        return sorted(items, key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+
 def _query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
     index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
     if index_name is None and hash_key is not None and self.range_key_attr:
         return _original_query(_Partition(self, hash_key), hash_key, *args, **kwargs)
+    if index_name is not None and hash_key is not None:
+        attribute = _index_attribute(self, index_name)
+        conditions = kwargs.get("hash_key_conditions") or [(attribute, hash_key)]
+        if attribute is not None and len(conditions) == 1 and conditions[0][0] == attribute:
+            with _lock:
+                _, by_value, _ = _index_keys(self, index_name, attribute)
+                keys = dict(by_value.get(hash_key, {}))
+            return _original_query(_IndexPartition(self, keys), hash_key, *args, **kwargs)
     return _original_query(self, hash_key, *args, **kwargs)
 
 

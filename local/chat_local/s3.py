@@ -2,8 +2,9 @@
 
 The blob bucket (API-17) holds content parts too large for their message item. Locally it lives in the
 embedded moto server, which forgets everything when it stops, while the table is restored from its
-snapshot: so every object is also kept as a file under `<data dir>/s3/<bucket>/<key>` (written with the
-table's snapshots, removed when the purge deletes the object) and put back at start.
+snapshot: so every object is also kept as a file under `<data dir>/s3/<bucket>/<key>` (written as soon
+as the object is, before the store answers, removed when the purge deletes the object; checked again with
+the table's snapshots) and put back at start.
 """
 
 from __future__ import annotations
@@ -68,6 +69,30 @@ class BucketMirror:
         for key, path in files.items():
             self.client.put_object(Bucket=self.bucket, Key=key, Body=path.read_bytes())
         return len(files)
+
+    def sync(self, key: str) -> None:
+        """Make the mirror of `key` equal to the object (or the whole bucket when `key` is ""). Never
+        raises. The embedded store calls it after each write to the bucket, before answering (LOC-3)."""
+        if not key:
+            self.save()
+            return
+        target = self.directory / key
+        try:
+            if not target.resolve().is_relative_to(self.directory.resolve()):
+                return  # a key with `..` never writes outside the mirror
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                    raise
+                target.unlink(missing_ok=True)
+                return
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".part")
+            partial.write_bytes(body)
+            partial.replace(target)
+        except (BotoCoreError, ClientError, OSError) as exc:
+            log.error("mirror of s3://%s/%s to %s failed: %s", self.bucket, key, target, exc)
 
     def save(self) -> None:
         """Write objects the directory lacks, remove files whose objects are gone. Never raises."""

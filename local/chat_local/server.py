@@ -48,9 +48,8 @@ from chat_local.dynamodb import (
     dynamodb_client,
     ensure_table,
     is_loopback,
-    read_snapshot,
-    restore_items,
 )
+from chat_local.journal import DurableTable
 from chat_local.lambda_runtime import (
     FunctionRuntime,
     HandlerUnavailable,
@@ -147,6 +146,8 @@ class LocalApi:
         self.endpoint = ""
         self.table_name = ""
         self.restored = 0
+        self.restore_seconds = 0.0
+        self.durable: DurableTable | None = None
         self.created_table = False
         self.snapshotter: Snapshotter | None = None
         self.sweeper: TtlSweeper | None = None
@@ -240,10 +241,31 @@ class LocalApi:
         snapshot_path = cfg.resolved_data_dir / SNAPSHOT_FILE
         mirrors = self._start_buckets()
         if self.embedded is not None and cfg.persist:
-            items = read_snapshot(snapshot_path)
-            self.restored = restore_items(client, table.name, items)
+            # The snapshot, then the journal of every write answered since (LOC-3), straight into the store.
+            durable = DurableTable(
+                cfg.resolved_data_dir,
+                table.name,
+                region=cfg.region,
+                account_id=LOCAL_ACCOUNT_ID,
+                lock=self.embedded.request_lock,
+            )
+            loaded = durable.load()
+            self.restored, self.restore_seconds = loaded.items, loaded.seconds
+            log.info(
+                "restored %d items (%d journal records, %d torn) in %.2f s",
+                loaded.items,
+                loaded.records,
+                loaded.torn,
+                loaded.seconds,
+            )
             for mirror in mirrors:
                 mirror.restore()
+            self.durable = durable
+            self.embedded.durable = durable
+            by_bucket = {mirror.bucket: mirror for mirror in mirrors}
+            self.embedded.on_object_write = lambda bucket, key: (
+                by_bucket[bucket].sync(key) if bucket in by_bucket else None
+            )
             self.snapshotter = Snapshotter(
                 client,
                 table.name,
@@ -251,10 +273,15 @@ class LocalApi:
                 change_counter=lambda: self.embedded.write_count if self.embedded else 0,
                 interval_s=cfg.snapshot_interval_s,
                 after_save=[mirror.save for mirror in mirrors],
+                save=durable.snapshot,
             ).start()
         if table.ttl_attribute and cfg.ttl_sweep_interval_s > 0 and is_loopback(self.endpoint):
             self.sweeper = TtlSweeper(
-                client, table.name, table.ttl_attribute, interval_s=cfg.ttl_sweep_interval_s
+                client,
+                table.name,
+                table.ttl_attribute,
+                interval_s=cfg.ttl_sweep_interval_s,
+                find_expired=self.durable.expired if self.durable else None,
             )
 
         for logical_id, spec in template.functions.items():
@@ -395,8 +422,12 @@ class LocalApi:
             self.snapshotter.stop(timeout_s=deadline - time.monotonic())
             self.snapshotter = None
         if self.embedded is not None:
+            self.embedded.durable = self.embedded.on_object_write = None
             self.embedded.stop()
             self.embedded = None
+        if self.durable is not None:
+            self.durable.close()
+            self.durable = None
         if self.runtime is not None:
             use(self._runtime_before)
             self.runtime.close()
@@ -415,14 +446,9 @@ class LocalApi:
             return self._send_to_queue(request), "sqs"
         match = self.router.match(request.method, decoded_path(path))
         if isinstance(match, NoRoute):
-            if match.allowed:
-                return error_response(
-                    405,
-                    "method_not_allowed",
-                    f"{request.method} is not allowed on {path}; use {', '.join(match.allowed)}",
-                    [("Allow", ", ".join(match.allowed))],
-                ), "-"
-            return error_response(404, "route_not_found", f"no route for {request.method} {path}"), "-"
+            # What an HTTP API answers for a request no route takes, an unknown path or a method its
+            # path does not have (TRACE, QUERY, a PUT of a POST route) alike: it never answers 405.
+            return json_response(404, {"message": "Not Found"}), "-"
         runtime = self.runtimes[match.route.function.logical_id]
         try:
             event = build_event(request, match, region=self.config.region, verify=self._verify)
@@ -697,8 +723,8 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 
     def __getattr__(self, name: str) -> Any:
-        # Any other method (TRACE, QUERY, ...) is routed too, so it meets the 404 API Gateway answers
-        # for a method no route has, instead of http.server's 501.
+        # Any other method (TRACE, QUERY, ...) is routed too, so it meets the 404 {"message": "Not Found"}
+        # API Gateway answers for a method no route has, instead of http.server's 501.
         if name.startswith("do_"):
             return self._serve
         raise AttributeError(name)
@@ -785,8 +811,9 @@ def banner(api: LocalApi, url: str) -> str:
         lines.append(f"  DynamoDB   {store}")
         if cfg.persist:
             lines.append(
-                f"  Data       {cfg.resolved_data_dir / SNAPSHOT_FILE} ({api.restored} items restored; "
-                f"saved every {cfg.snapshot_interval_s:g} s when changed and at exit)"
+                f"  Data       {cfg.resolved_data_dir / SNAPSHOT_FILE} ({api.restored} items restored in "
+                f"{api.restore_seconds:.1f} s; every write journaled before it is answered, snapshot "
+                f"every {cfg.snapshot_interval_s:g} s when changed and at exit)"
             )
         else:
             lines.append("  Data       not persisted (--no-persist): everything is lost at exit")

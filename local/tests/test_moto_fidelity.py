@@ -10,6 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 from chat_local import moto_fidelity
 from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
 
 TABLE = "fidelity"
 
@@ -186,3 +188,159 @@ def test_a_query_answers_its_partition_alone_in_order_and_in_pages(client: Any, 
     assert absent == []
     # and asking for an absent partition created nothing
     assert client.scan(TableName=TABLE, Select="COUNT")["Count"] == 362
+
+
+def _index_table(client: Any) -> str:
+    name = "fidelity-index"
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "gsi1pk", "gsi1sk")
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "gsi1",
+                "KeySchema": [
+                    {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+                    {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+def _index_page_through(client: Any, table: str, **query: Any) -> tuple[list[str], list[int]]:
+    keys: list[str] = []
+    scanned: list[int] = []
+    start: dict[str, Any] | None = None
+    while True:
+        extra = {"ExclusiveStartKey": start} if start else {}
+        page = client.query(TableName=table, IndexName="gsi1", **query, **extra)
+        keys += [item["gsi1sk"]["S"] for item in page["Items"]]
+        scanned.append(page["ScannedCount"])
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return keys, scanned
+
+
+@pytest.mark.parametrize("forward", [True, False])
+def test_an_index_query_answers_its_index_partition_alone_in_order_and_in_pages(
+    client: Any, forward: bool
+) -> None:
+    """LOC-2: a Query of the global index (fidelity 8: only that index partition is read) answers what
+    DynamoDB does, however the items got there or left: put, updated into or out of the partition,
+    deleted, written by a batch or a transaction, or left alone by a cancelled transaction."""
+    table = _index_table(client)
+
+    def put(pk: str, n: int, owner: str | None, *, sort: bool = True) -> None:
+        item = {"pk": {"S": pk}, "sk": {"S": "~META"}, "n": {"N": str(n)}}
+        if owner is not None:
+            item["gsi1pk"] = {"S": owner}
+            if sort:
+                item["gsi1sk"] = {"S": f"t{n:03d}"}
+        client.put_item(TableName=table, Item=item)
+
+    # A first Query builds the index; everything after keeps it up to date
+    assert _index_page_through(client, table, **_owner("me"))[0] == []
+    # Given items of several owners, written out of order, in many partitions of the table
+    for n in reversed(range(20)):
+        put(f"c{n}", n, "me")
+    for n in range(20, 60):
+        put(f"c{n}", n, "someone")
+    put("no-sort", 99, "me", sort=False)  # not in the index: no sort key
+    put("no-owner", 98, None)
+    # and items moved into and out of the partition, deleted, batched, transacted, or refused
+    client.update_item(
+        TableName=table,
+        Key={"pk": {"S": "c25"}, "sk": {"S": "~META"}},
+        UpdateExpression="SET gsi1pk = :me",
+        ExpressionAttributeValues={":me": {"S": "me"}},
+    )
+    client.update_item(
+        TableName=table,
+        Key={"pk": {"S": "c3"}, "sk": {"S": "~META"}},
+        UpdateExpression="SET gsi1pk = :other",
+        ExpressionAttributeValues={":other": {"S": "someone"}},
+    )
+    client.delete_item(TableName=table, Key={"pk": {"S": "c4"}, "sk": {"S": "~META"}})
+    client.batch_write_item(
+        RequestItems={
+            table: [
+                {"DeleteRequest": {"Key": {"pk": {"S": "c5"}, "sk": {"S": "~META"}}}},
+                {"PutRequest": {"Item": {**_meta("b1"), "gsi1pk": {"S": "me"}, "gsi1sk": {"S": "t070"}}}},
+            ]
+        }
+    )
+    client.transact_write_items(
+        TransactItems=[
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": {**_meta("x1"), "gsi1pk": {"S": "me"}, "gsi1sk": {"S": "t071"}},
+                }
+            }
+        ]
+    )
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(
+            TransactItems=[
+                {"Delete": {"TableName": table, "Key": {"pk": {"S": "c6"}, "sk": {"S": "~META"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": table,
+                        "Key": {"pk": {"S": "c7"}, "sk": {"S": "~META"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    mine = sorted([f"t{n:03d}" for n in range(20) if n not in (3, 4, 5)] + ["t025", "t070", "t071"])
+    order = mine if forward else mine[::-1]
+    # When the partition is queried whole, in pages of 4, by a sort key range, with a filter, and absent
+    whole, _ = _index_page_through(client, table, **_owner("me"), ScanIndexForward=forward)
+    paged, scanned = _index_page_through(client, table, **_owner("me"), ScanIndexForward=forward, Limit=4)
+    ranged, _ = _index_page_through(
+        client,
+        table,
+        KeyConditionExpression="gsi1pk = :o AND gsi1sk BETWEEN :a AND :b",
+        ExpressionAttributeValues={":o": {"S": "me"}, ":a": {"S": "t006"}, ":b": {"S": "t012"}},
+        ScanIndexForward=forward,
+    )
+    filtered, _ = _index_page_through(
+        client,
+        table,
+        KeyConditionExpression="gsi1pk = :o",
+        FilterExpression="n >= :n",
+        ExpressionAttributeValues={":o": {"S": "me"}, ":n": {"N": "15"}},
+        ScanIndexForward=forward,
+    )
+    absent, _ = _index_page_through(client, table, **_owner("nobody"))
+    counted = client.query(TableName=table, IndexName="gsi1", Select="COUNT", **_owner("me"))["Count"]
+    # Then each answer is that index partition's, in order, and the pages and counts add up to it
+    assert whole == paged == order
+    assert sum(scanned) == len(mine) == counted
+    assert ranged == [k for k in order if "t006" <= k <= "t012"]
+    assert filtered == [k for k in order if int(k[1:]) >= 15]
+    assert absent == []
+    assert _index_page_through(client, table, **_owner("someone"))[0] == sorted(
+        [f"t{n:03d}" for n in range(20, 60) if n != 25] + ["t003"]
+    )
+    # and they came from the index partitions kept beside the table (what the Query read)
+    stored = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].tables[table]
+    _, by_owner, _ = stored.__dict__["_gsi_keys"]["gsi1"]
+    assert {owner.value: len(keys) for owner, keys in by_owner.items()} == {
+        "me": len(mine) + 1,
+        "someone": 40,
+    }
+
+
+def _owner(owner: str) -> dict[str, Any]:
+    return {"KeyConditionExpression": "gsi1pk = :o", "ExpressionAttributeValues": {":o": {"S": owner}}}
+
+
+def _meta(pk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": "~META"}, "n": {"N": "50"}}

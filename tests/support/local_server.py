@@ -84,7 +84,10 @@ class ServerProcess:
         env: Mapping[str, str] | None = None,
         args: Sequence[str] = (),
         cwd: Path = REPO,
+        session: bool = False,
     ) -> None:
+        #: With `session`, the server leads its own process group (os.killpg kills it and its children).
+        self.session = session
         self.data_dir = data_dir
         self.env = child_env(env)
         self.args = list(args)
@@ -114,6 +117,7 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
             text=True,
             bufsize=1,
+            start_new_session=self.session,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
