@@ -15,14 +15,16 @@ import os
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chat_core.errors import Unauthorized
-from chat_core.http.api import error_body, openai_error_body
-from chat_core.http.jwt import JwtVerifier
 from chat_core.http.sink import SseResponse
-from chat_core.http.stream_routes import COMPLETIONS, serve
-from chat_core.observability import logger
+
+if TYPE_CHECKING:
+    from chat_core.http.jwt import JwtVerifier
+
+# The routes (resolver, models, the post path) and Powertools' logger are imported by the first request,
+# not at start (PERF-1): the web adapter waits for the readiness check, which needs none of them.
 
 #: Lambda's payload limit for a request (a stateless client's history may be large).
 MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -46,6 +48,8 @@ class StreamHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
+        from chat_core.observability import logger
+
         logger.info("stream request", line=format % args)
 
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
@@ -62,6 +66,10 @@ class StreamHandler(BaseHTTPRequestHandler):
         self._json(200, {"ok": True})
 
     def do_POST(self) -> None:
+        from chat_core.http.api import error_body, openai_error_body
+        from chat_core.http.stream_routes import COMPLETIONS, serve
+        from chat_core.observability import logger
+
         path = self.path.split("?", 1)[0]
         headers = {key.lower(): value for key, value in self.headers.items()}
         length = int(headers.get("content-length") or 0)
@@ -115,6 +123,8 @@ def main() -> int:
             "stream_chat: JWT_ISSUER and JWT_AUDIENCE must be set (no unauthenticated path)", file=sys.stderr
         )
         return 2
+    from chat_core.http.jwt import JwtVerifier
+
     server = StreamServer(int(os.environ.get("PORT", "8080")), JwtVerifier(issuer, audience))
     print(f"stream_chat listening on 127.0.0.1:{server.server_address[1]}", flush=True)
     server.serve_forever()
