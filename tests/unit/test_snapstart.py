@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from chat_core import startup
 from chat_core.runtime import Runtime
 from chat_core.store import base
@@ -78,7 +77,9 @@ def test_the_hooks_are_registered_once_and_only_where_lambda_offers_them(
     assert startup.register_snapshot_hooks() is False
 
 
-def _restored_copy(fake: FakeSnapshotRestore, state: Any, jitter_state: Any) -> tuple[list[float], list[float]]:
+def _restored_copy(
+    fake: FakeSnapshotRestore, state: Any, jitter_state: Any
+) -> tuple[list[float], list[float]]:
     """One environment resumed from the snapshot: the generators as the snapshot froze them, then the
     hooks after restore, then what the code would draw."""
     random.setstate(state)
@@ -162,7 +163,8 @@ def test_a_hook_added_with_on_restore_runs_after_the_reset(
 
 def _app_module(name: str, folder: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, FUNCTIONS / folder / "app.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
