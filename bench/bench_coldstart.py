@@ -58,12 +58,12 @@ PIECES = (
         "chat_core.engine.tokens",
         "chat_core.engine.tokens: the estimator (tiktoken and its encodings load on first use)",
     ),
-    ("httpx", "httpx: imported at init by the two functions that call the model, by no other"),
+    ("httpx", "httpx: imported with the routes of the functions that call the model, by no other"),
     (
         "aws_lambda_powertools.utilities.idempotency",
-        "Powertools idempotency: imported at init by post_message only",
+        "Powertools idempotency: imported with post_message's routes only",
     ),
-    ("aws_xray_sdk.core", "X-Ray SDK: imported by the first traced invocation (LazyTracer), not at init"),
+    ("aws_xray_sdk.core", "X-Ray SDK: imported by the first traced invocation (LazyTracer), or by a SnapStart init"),
 )
 GOAL = 1.5
 TOP_PACKAGES = 12

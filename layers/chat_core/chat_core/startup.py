@@ -116,7 +116,19 @@ def deferred(
     register_snapshot_hooks()
     if prewarmed():
         routes.load()
+        _prewarm_tracer()
     return lambda_handler, module_getattr
+
+
+def _prewarm_tracer() -> None:
+    """Build the Powertools Tracer the routes' entry uses (the X-Ray SDK's import and its patching of
+    botocore and httpx), which an on-demand process leaves to its first invocation: at a SnapStart init
+    the snapshot keeps it, and no restored environment pays it."""
+    observability = sys.modules.get("chat_core.observability")
+    tracer = getattr(observability, "tracer", None)
+    real = getattr(tracer, "real", None)
+    if callable(real):
+        real()
 
 
 # -- SnapStart runtime hooks ------------------------------------------------------------------------------
