@@ -63,7 +63,10 @@ PIECES = (
         "aws_lambda_powertools.utilities.idempotency",
         "Powertools idempotency: imported with post_message's routes only",
     ),
-    ("aws_xray_sdk.core", "X-Ray SDK: imported by the first traced invocation (LazyTracer), or by a SnapStart init"),
+    (
+        "aws_xray_sdk.core",
+        "X-Ray SDK: imported by the first traced invocation (LazyTracer), or by a SnapStart init",
+    ),
 )
 GOAL = 1.5
 TOP_PACKAGES = 12
