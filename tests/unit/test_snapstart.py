@@ -12,7 +12,7 @@ import importlib.util
 import random
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +51,10 @@ class FakeSnapshotRestore(types.ModuleType):
 
 
 @pytest.fixture
-def lambda_hooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSnapshotRestore]:
+def lambda_hooks(monkeypatch: pytest.MonkeyPatch) -> FakeSnapshotRestore:
     fake = FakeSnapshotRestore()
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", fake)
-    startup._forget_hooks()
-    yield fake
-    startup._forget_hooks()
+    return fake
 
 
 def test_the_hooks_are_registered_once_and_only_where_lambda_offers_them(
@@ -72,7 +70,6 @@ def test_the_hooks_are_registered_once_and_only_where_lambda_offers_them(
     assert lambda_hooks.after == [startup.after_restore]
     # Given no such module (a laptop, the local server)
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)
-    startup._forget_hooks()
     # Then nothing is registered and nothing fails
     assert startup.register_snapshot_hooks() is False
 
@@ -144,21 +141,6 @@ def test_ids_made_across_a_restore_stay_unique_and_time_ordered(lambda_hooks: Fa
     assert len(set(ids)) == len(ids)
     assert all(made > before for made in ids)
     assert new_id() > max(ids)
-
-
-def test_a_hook_added_with_on_restore_runs_after_the_reset(
-    lambda_hooks: FakeSnapshotRestore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SnapStart: code that keeps something of its own made at init renews it after a restore."""
-    # Given a hook added for restores
-    ran: list[str] = []
-    monkeypatch.setattr(startup, "_after_restore", [])
-    startup.on_restore(lambda: ran.append("renewed"))
-    startup.register_snapshot_hooks()
-    # When an environment is resumed
-    lambda_hooks.restore()
-    # Then the hook ran
-    assert ran == ["renewed"]
 
 
 def _app_module(name: str, folder: str) -> types.ModuleType:

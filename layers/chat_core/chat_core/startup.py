@@ -42,9 +42,9 @@ PREWARMED_INITIALIZATIONS = frozenset({"snap-start", "provisioned-concurrency"})
 ROUTES_FILE = "api.py"
 
 _hooks_lock = threading.Lock()
-_hooks_registered = False
-#: Functions run after a restore, in order, besides the runtime's reset (tests add none).
-_after_restore: list[Callable[[], object]] = []
+#: Marks Lambda's hooks module once this process's hooks are registered with it: the registrations live
+#: there, and so does the mark (chat_core keeps no process state of its own but the runtime's slot).
+_REGISTERED_MARK = "_chat_core_hooks_registered"
 
 
 def prewarmed() -> bool:
@@ -143,8 +143,6 @@ def after_restore() -> None:
     """Run by Lambda in each environment resumed from the snapshot: fresh randomness, fresh clients."""
     reseed()
     _reset_runtime()
-    for hook in list(_after_restore):
-        hook()
 
 
 def reseed() -> None:
@@ -166,31 +164,17 @@ def _reset_runtime() -> None:
         runtime.close()
 
 
-def on_restore(hook: Callable[[], object]) -> Callable[[], object]:
-    """Also run `hook` after each restore (after the reseed and the runtime's reset)."""
-    _after_restore.append(hook)
-    return hook
-
-
 def register_snapshot_hooks() -> bool:
     """Register `before_snapshot` and `after_restore` with Lambda's `snapshot_restore_py`, once per
     process; False where that module does not exist (outside Lambda, or a runtime without SnapStart)."""
-    global _hooks_registered
     with _hooks_lock:
-        if _hooks_registered:
-            return True
         try:
             import snapshot_restore_py
         except ImportError:
             return False
+        if getattr(snapshot_restore_py, _REGISTERED_MARK, False):
+            return True
         snapshot_restore_py.register_before_snapshot(before_snapshot)
         snapshot_restore_py.register_after_restore(after_restore)
-        _hooks_registered = True
+        setattr(snapshot_restore_py, _REGISTERED_MARK, True)
         return True
-
-
-def _forget_hooks() -> None:
-    """Let `register_snapshot_hooks` register again (tests that install a fake `snapshot_restore_py`)."""
-    global _hooks_registered
-    with _hooks_lock:
-        _hooks_registered = False
