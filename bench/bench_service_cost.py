@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any, Final
 
 from bench import Section, progress, verdict
@@ -43,38 +44,77 @@ MODEL_WAIT_S: Final = 2.0
 ITEM_OVERHEAD: Final = 100
 
 
-def _request_units(tally: Tally, sizes: dict[tuple[str, str], int]) -> tuple[float, float]:
-    """(write request units, read request units) of the metered requests. A write: 1 unit per KB of the
-    item (the item after an update), 2 in a transaction; a read: 1 unit per 4 KB of the items returned
-    by one request, strongly consistent (half eventually consistent)."""
-    writes = 0.0
+def _request_units(
+    tally: Tally, before: dict[tuple[str, str], Stored], after: dict[tuple[str, str], Stored]
+) -> tuple[float, float, float, dict[str, float]]:
+    """(table write units, index write units, read units, table write units by item kind) of the metered
+    requests. A write: 1 unit per KB of the item (the item after an update), 2 in a transaction; the
+    listing index (projection ALL) is written too when the item is in it: once when its index key stays,
+    twice (a delete and a put) when the write moves it, at 1 unit per KB (index writes are never
+    transactional). A read: 1 unit per 4 KB of the items returned by one strongly consistent request."""
+    writes = index = 0.0
+    kinds: dict[str, float] = {}
     for transactional, _table, key, size in tally.writes:
+        where = (key.get("pk", {}).get("S", ""), key.get("sk", {}).get("S", ""))
+        now, was = after.get(where), before.get(where)
         if size is None:
-            size = sizes.get((key["pk"]["S"], key["sk"]["S"]), 0)
-        writes += (2 if transactional else 1) * max(1, math.ceil(size / 1024))
+            size = now.size if now is not None else 0
+        units = (2 if transactional else 1) * max(1, math.ceil(size / 1024))
+        writes += units
+        kind = _kind(where)
+        kinds[kind] = kinds.get(kind, 0.0) + units
+        if now is not None and now.index_key is not None:
+            moved = was is None or was.index_key != now.index_key
+            index += (2 if moved and was is not None else 1) * max(1, math.ceil(now.size / 1024))
     reads = sum(
         max(1, math.ceil(size / 4096)) * (1.0 if consistent else 0.5) for _, size, consistent in tally.reads
     )
-    return writes, reads
+    return writes, index, reads, kinds
 
 
-def _table_bytes(client: Any) -> tuple[int, dict[tuple[str, str], int]]:
+def _kind(key: tuple[str, str]) -> str:
+    """What an item is, from its key (for the breakdown of a post's write units)."""
+    from chat_core.store.keys import EVENT_SK_PREFIX, MESSAGE_SK_PREFIX, META_SK
+
+    pk, sk = key
+    if pk.startswith("IDEMPOTENCY#"):
+        return "idempotency record"
+    if "#USAGE" in pk:
+        return "usage of the day"
+    if sk.startswith(MESSAGE_SK_PREFIX):
+        return "message"
+    if sk.startswith(EVENT_SK_PREFIX):
+        return "turn-log event"
+    if sk == META_SK:
+        return "conversation"
+    return "other"
+
+
+@dataclass(frozen=True)
+class Stored:
+    size: int
+    index_key: str | None  # gsi1pk|gsi1sk when the item is in the listing index
+
+
+def _table_bytes(client: Any) -> tuple[int, dict[tuple[str, str], Stored]]:
     """The table's stored bytes (items and their index entries, with DynamoDB's per-item overhead) and
-    each item's size by key."""
-    sizes: dict[tuple[str, str], int] = {}
+    each item's size and listing-index key by key."""
+    items: dict[tuple[str, str], Stored] = {}
     stored = 0
     pages = client.get_paginator("scan").paginate(TableName=TABLE)
     for page in pages:
         for item in page["Items"]:
             size = item_size(item)
-            sizes[(item["pk"]["S"], item["sk"]["S"])] = size
+            indexed = "gsi1pk" in item and "gsi1sk" in item
+            index_key = f"{item['gsi1pk']['S']}|{item['gsi1sk']['S']}" if indexed else None
+            items[(item["pk"]["S"], item["sk"]["S"])] = Stored(size, index_key)
             stored += size + ITEM_OVERHEAD
-            if "gsi1pk" in item:
+            if indexed:
                 stored += size + ITEM_OVERHEAD  # the listing index projects the whole item
-    return stored, sizes
+    return stored, items
 
 
-def _measure(length: int, *, budgets: bool) -> dict[str, float]:
+def _measure(length: int, *, budgets: bool, keyed: bool = False) -> dict[str, Any]:
     import boto3
     from chat_core.http.request_commands import post_command
     from chat_core.http.schemas import PostMessageIn
@@ -92,22 +132,27 @@ def _measure(length: int, *, budgets: bool) -> dict[str, float]:
         client = boto3.client("dynamodb", region_name="us-east-1")
         conversation_id = _seed(client, post, length)
         before, _ = _table_bytes(client)
-        units: list[tuple[float, float]] = []
+        units: list[tuple[float, float, float, dict[str, float]]] = []
         calls: list[int] = []
         seconds: list[float] = []
         for n in range(POSTS):
             request = PostMessageIn(conversation_id=conversation_id, content=message_text(80_000 + n))
+            key = f"bench-{length}-{n}" if keyed else None
+            _, was = _table_bytes(client)
             with metered() as tally:
                 started = time.process_time()
-                post(OWNER, post_command(request))
+                post(OWNER, post_command(request), idempotency_key=key)
                 seconds.append(time.process_time() - started - tally.server_seconds)
-            _, sizes = _table_bytes(client)
-            units.append(_request_units(tally, sizes))
+            _, now = _table_bytes(client)
+            units.append(_request_units(tally, was, now))
             calls.append(tally.total_calls)
         after, _ = _table_bytes(client)
+    middle = sorted(units, key=lambda u: u[0])[len(units) // 2]
     return {
         "wru": statistics.median(u[0] for u in units),
-        "rru": statistics.median(u[1] for u in units),
+        "index_wru": statistics.median(u[1] for u in units),
+        "rru": statistics.median(u[2] for u in units),
+        "kinds": middle[3],
         "calls": statistics.median(calls),
         "cpu_s": statistics.median(seconds),
         "stored_bytes": (after - before) / POSTS,
@@ -119,7 +164,8 @@ def _dollars(figures: dict[str, float], *, model_wait_s: float) -> dict[str, flo
     million = 1_000_000
     duration = figures["cpu_s"] + figures["calls"] * ROUND_TRIP_S + model_wait_s
     return {
-        "dynamodb_requests": figures["wru"] * PRICES["dynamodb_write_request_units_per_million"]
+        "dynamodb_requests": (figures["wru"] + figures["index_wru"])
+        * PRICES["dynamodb_write_request_units_per_million"]
         + figures["rru"] * PRICES["dynamodb_read_request_units_per_million"],
         "storage_month": figures["stored_bytes"] * million / 1e9 * PRICES["dynamodb_storage_gb_month"],
         "gb_seconds": duration * MEMORY_GB * million,
@@ -136,6 +182,8 @@ def run() -> list[Section]:
         for length in LENGTHS:
             progress(f"service cost: {length:,} messages")
             measured[f"{length:,}"] = _measure(length, budgets=False)
+        progress("service cost: 1,000 messages with an Idempotency-Key")
+        measured["1,000 + Idempotency-Key"] = _measure(1_000, budgets=False, keyed=True)
         progress("service cost: 1,000 messages with budgets on")
         measured["1,000 + budgets"] = _measure(1_000, budgets=True)
     totals = []
@@ -148,7 +196,7 @@ def run() -> list[Section]:
             [
                 label,
                 f"{figures['calls']:.0f}",
-                f"{figures['wru']:.0f} / {figures['rru']:.1f}",
+                f"{figures['wru']:.0f} + {figures['index_wru']:.0f} / {figures['rru']:.1f}",
                 f"${own['dynamodb_requests']:.2f}",
                 f"{figures['stored_bytes'] / 1000:.1f} KB ({figures['stored_bytes'] / 1000:.2f} GB) · "
                 f"${own['storage_month']:.2f}/month",
@@ -159,6 +207,9 @@ def run() -> list[Section]:
             ]
         )
     plain = totals[: len(LENGTHS)]
+    keyed = measured["1,000 + Idempotency-Key"]
+    breakdown = ", ".join(f"{kind} {units:.0f}" for kind, units in sorted(keyed["kinds"].items()))
+    table_units, all_units = keyed["wru"], keyed["wru"] + keyed["index_wru"]
     flat = max(plain) <= 1.10 * min(plain)
     notes = (
         f"Prices: AWS list prices in {PRICES['region']} as of {PRICES['as_of']} (DynamoDB on-demand "
@@ -171,8 +222,11 @@ def run() -> list[Section]:
         "bench/bench_service_cost.py. Each row: a conversation seeded to that "
         f"length, then {POSTS} real `post_message` calls (model stubbed; median shown). WRU/RRU per post "
         "from the items each request wrote or returned, sized by DynamoDB's rules: a write costs 1 unit per "
-        "KB of its item (an update: the item after it), 2 in a transaction; a read 1 per 4 KB returned by "
-        "one strongly consistent request. Storage: what one post adds to the table (items, the listing "
+        "KB of its item (an update: the item after it), 2 in a transaction, and the listing index's copy of "
+        "an item in it once more per KB (twice when the write moves its index key: a delete and a put); a "
+        "read 1 per 4 KB returned by one strongly consistent request. Write units of a post with an "
+        f"Idempotency-Key by item: {breakdown} (table), plus {keyed['index_wru']:.0f} in the listing index. "
+        "Storage: what one post adds to the table (items, the listing "
         "index's copy of the conversation item, 100 bytes per item), per 1M posts, per month kept. Lambda: "
         f"{MEMORY_GB * 1024:.0f} MB x (the post path's CPU time measured here + {ROUND_TRIP_S * 1000:.0f} ms "
         "per DynamoDB call, an assumption); the last column adds "
@@ -189,7 +243,13 @@ def run() -> list[Section]:
             " / ".join(f"${t:.2f}" for t in plain),
             "flat in length",
             verdict(flat),
-        ]
+        ],
+        [
+            "write units per post (500-character messages, Idempotency-Key, budgets and rate limits off)",
+            f"{table_units:.0f} in the table, {all_units:.0f} with the listing index ({breakdown})",
+            "<= 10",
+            verdict(all_units <= 10),
+        ],
     ]
     return [
         {
@@ -197,7 +257,7 @@ def run() -> list[Section]:
             "columns": [
                 "messages",
                 "DynamoDB calls",
-                "WRU / RRU per post",
+                "WRU (table + listing index) / RRU per post",
                 "DynamoDB requests per 1M",
                 "storage per post (per 1M posts)",
                 "Lambda per 1M",

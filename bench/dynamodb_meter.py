@@ -112,6 +112,11 @@ def item_size(item: dict[str, Any]) -> int:
     return sum(len(name.encode("utf-8")) + attribute_size(value) for name, value in item.items())
 
 
+def _key_of(item: dict[str, Any]) -> dict[str, Any]:
+    """The table key (pk, sk) of a wire-format item."""
+    return {name: item[name] for name in ("pk", "sk") if name in item}
+
+
 def _written(operation: str, body: dict[str, Any]) -> list[tuple[bool, str, dict[str, Any], int | None]]:
     if operation == "TransactWriteItems":
         entries = []
@@ -120,10 +125,11 @@ def _written(operation: str, body: dict[str, Any]) -> list[tuple[bool, str, dict
             if kind == "ConditionCheck":
                 continue
             size = item_size(request["Item"]) if kind == "Put" else None
-            entries.append((True, request["TableName"], request.get("Key") or {}, size))
+            key = request.get("Key") or _key_of(request.get("Item") or {})
+            entries.append((True, request["TableName"], key, size))
         return entries
     if operation == "PutItem":
-        return [(False, body["TableName"], {}, item_size(body["Item"]))]
+        return [(False, body["TableName"], _key_of(body["Item"]), item_size(body["Item"]))]
     if operation in ("UpdateItem", "DeleteItem"):
         return [(False, body["TableName"], body["Key"], None)]
     return []

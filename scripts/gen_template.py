@@ -163,6 +163,12 @@ def render_function(function: Function) -> list[str]:
         lines.append(f"      Timeout: {function.timeout}")
     if function.memory:
         lines.append(f"      MemorySize: {function.memory}")
+    if function.calls_model and (function.http or function.function_url):
+        # OPS-4: the functions that call the model for a request may get reserved concurrency.
+        lines.append(
+            "      ReservedConcurrentExecutions: "
+            f"!If [HasModelReservedConcurrency, !Ref ModelFunctionReservedConcurrency, {NO_VALUE}]"
+        )
     lines.append(f"      LoggingConfig: {{ LogGroup: !Ref {name}Logs }}")
     if function.snap_start:
         # Versions published behind the alias the API invokes; the snapshot is taken of each version.

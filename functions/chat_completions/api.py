@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import rate_limit
 from chat_core.http import openai
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.sink import StreamSink
@@ -18,8 +19,10 @@ sink = StreamSink()
 @app.post("/v1/chat/completions")
 def chat_completions(body: openai.ChatCompletionIn) -> Response[Any]:
     emit = sink.emit if body.stream else None
+    owner = caller(app)
+    rate_limit.check(owner)  # OPS-4: before anything is written or the model asked
     answer = openai.chat_completion(
-        caller(app),
+        owner,
         body,
         conversation_header=app.current_event.headers.get(openai.CONVERSATION_HEADER.lower()),
         idempotency_key=idempotency_key(app),

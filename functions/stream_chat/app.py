@@ -6,6 +6,11 @@ A function URL has no JWT authorizer, so the caller's JWT (`Authorization: Beare
 here, as the HTTP API's authorizer would: RS256 against the issuer's keys (JWT_ISSUER), the audience
 (JWT_AUDIENCE), expiry. Nothing is served without a valid token. Run locally:
 `python functions/stream_chat/app.py` (PORT, default 8080).
+
+The HTTP API's stage writes an access log line per request; a function URL has none, so this server
+writes one itself (OPS-5): a JSON line through the Powertools logger, message "access", with the access
+log's fields (`ACCESS_FIELDS`) at its top level, after the answer (a streamed one included) has ended.
+It applies the API's per-user rate limit (OPS-4) to both routes, as their handlers do.
 """
 
 from __future__ import annotations
@@ -29,6 +34,31 @@ if TYPE_CHECKING:
 #: Lambda's payload limit for a request (a stateless client's history may be large).
 MAX_BODY_BYTES = 6 * 1024 * 1024
 
+#: The fields of an access line, named as in the HTTP API stage's access log format (template.yaml).
+ACCESS_FIELDS = (
+    "requestId",
+    "caller",
+    "routeKey",
+    "method",
+    "path",
+    "status",
+    "responseLatency",
+    "integrationLatency",
+    "integrationError",
+    "ip",
+    "userAgent",
+)
+
+
+def request_context(headers: dict[str, str]) -> dict[str, Any]:
+    """The function URL's request context, which the Lambda Web Adapter forwards as the JSON header
+    `x-amzn-request-context` ({} when absent or unreadable: a local run)."""
+    try:
+        context = json.loads(headers.get("x-amzn-request-context") or "{}")
+    except ValueError:
+        return {}
+    return context if isinstance(context, dict) else {}
+
 
 class TimeBudget:
     """The invocation's time, as a Lambda context tells it: the model call and the writes after it are
@@ -46,11 +76,22 @@ class TimeBudget:
 class StreamHandler(BaseHTTPRequestHandler):
     server: StreamServer
     protocol_version = "HTTP/1.1"
+    #: What the access line reports: the status sent, the verified caller, the time `serve` took.
+    status: int = 0
+    caller: str = ""
+    integration_ms: int | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         from chat_core.observability import logger
 
-        logger.info("stream request", line=format % args)
+        logger.info("stream server", line=format % args)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """The access line (`_access_line`) replaces the server's own line per request."""
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.status = code
+        super().send_response(code, message)
 
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -66,12 +107,46 @@ class StreamHandler(BaseHTTPRequestHandler):
         self._json(200, {"ok": True})
 
     def do_POST(self) -> None:
-        from chat_core.http.api import error_body, openai_error_body
-        from chat_core.http.stream_routes import COMPLETIONS, serve
+        started = time.monotonic()
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.status, self.caller, self.integration_ms = 0, "", None
+        error = ""
+        try:
+            self._post(headers)
+        except Exception as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            self._access_line(headers, started, error)
+
+    def _access_line(self, headers: dict[str, str], started: float, error: str) -> None:
+        """OPS-5: one JSON line per request, with the fields of the HTTP API's access log."""
+        from chat_core.http.stream_routes import ROUTES
         from chat_core.observability import logger
 
+        context = request_context(headers)
+        http = context.get("http") if isinstance(context.get("http"), dict) else {}
         path = self.path.split("?", 1)[0]
-        headers = {key.lower(): value for key, value in self.headers.items()}
+        line = {
+            "requestId": str(context.get("requestId") or headers.get("x-amzn-request-id", "")),
+            "caller": self.caller,
+            "routeKey": f"{self.command} {path}" if path in ROUTES else "$default",
+            "method": self.command,
+            "path": path,
+            "status": self.status,
+            "responseLatency": round((time.monotonic() - started) * 1000),
+            "integrationLatency": self.integration_ms,
+            "integrationError": error,
+            "ip": str(http.get("sourceIp") or self.client_address[0]),
+            "userAgent": str(http.get("userAgent") or headers.get("user-agent", "")),
+        }
+        logger.info("access", **line)
+
+    def _post(self, headers: dict[str, str]) -> None:
+        from chat_core.http.api import error_body, openai_error_body
+        from chat_core.http.stream_routes import COMPLETIONS, serve
+
+        path = self.path.split("?", 1)[0]
         length = int(headers.get("content-length") or 0)
         if length > MAX_BODY_BYTES:
             self._json(413, error_body("payload_too_large", f"request body over {MAX_BODY_BYTES} bytes"))
@@ -91,21 +166,17 @@ class StreamHandler(BaseHTTPRequestHandler):
             )
             self._json(401, shaped, {"WWW-Authenticate": "Bearer"})
             return
+        self.caller = owner
         stream = SseResponse(self)
-        started = time.monotonic()
         budget = TimeBudget(float(os.environ.get("STREAM_BUDGET_SECONDS", "280")))
         budget.aws_request_id = headers.get("x-amzn-request-id", "")
+        served = time.monotonic()
         answer = serve(path, owner, headers, body, stream.emit, context=budget)
+        self.integration_ms = round((time.monotonic() - served) * 1000)
         if stream.opened:
             stream.finish()
         else:
             self._json(answer.status, answer.body, answer.headers)
-        logger.info(
-            "streamed" if stream.opened else "answered",
-            path=path,
-            status=answer.status,
-            ms=round((time.monotonic() - started) * 1000),
-        )
 
 
 class StreamServer(ThreadingHTTPServer):

@@ -232,3 +232,48 @@ def test_the_openapi_document_describes_every_route_with_its_statuses(rel_server
         assert error_schema == {"$ref": f"#/components/schemas/{shape}"}, route.key
         if route.method in ("POST", "PUT", "PATCH") and route.key not in _NO_JSON_BODY:
             assert "requestBody" in operation, route.key
+
+
+#: Content-Type headers a broken or hostile client sends: a multipart type without its boundary (it was
+#: a 500 on two routes), a boundary with nothing behind it, unknown and malformed types, a bad charset,
+#: parameters without a type, an empty header and bytes that are not a media type at all.
+MALFORMED_CONTENT_TYPES = (
+    "multipart/form-data",
+    "multipart/form-data; boundary=",
+    "multipart/mixed; boundary=x",
+    "application/x-www-form-urlencoded",
+    "text/plain",
+    "application/json; charset=klingon",
+    "application/json; charset",
+    "; boundary=x",
+    "",
+    "*/*",
+    "application/",
+    "\u00e9/\u00e9",
+)
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=str)
+def test_every_route_answers_a_malformed_content_type_with_a_client_error(
+    route: Route, rel_server: ServerProcess, known_ids: dict[str, str]
+) -> None:
+    """API-5 / REL-7: whatever the Content-Type says, an answer is never a 5xx and never shows internals;
+    a route that reads a body answers a malformed or unsupported type with 400 or 415 (or reads it as
+    its documented body), never by guessing into an internal error."""
+    ids = {**known_ids}
+    url = f"{rel_server.url}{route.url(ids)}"
+    body = body_for(route.key, ids)
+    raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    with httpx.Client(timeout=60) as client:
+        for content_type in MALFORMED_CONTENT_TYPES:
+            # Given a request of the route with a well-formed body under a malformed Content-Type
+            headers = [(b"X-User-Id", FUZZ_USER.encode()), (b"Content-Type", content_type.encode())]
+            # When it is sent as is
+            response = client.request(route.method, url, content=raw, headers=headers)
+            context = f"{route.key} with Content-Type {content_type!r}"
+            FIGURES.response("fuzz", response.status_code)
+            # Then it is a clean answer below 500, in the route's error shape when it is an error
+            assert response.status_code < 500, f"{context}: {response.status_code} {response.text[:300]}"
+            assert_clean(response.status_code, response.text, context)
+            if response.status_code >= 400 and not route.public:
+                assert "error" in response.json(), f"{context}: {response.text[:300]}"

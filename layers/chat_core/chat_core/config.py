@@ -99,6 +99,8 @@ class Settings:
     budget_monthly_tokens: int = 0
     budget_monthly_micros: int = 0
     budgets_enabled: bool = False
+    # abuse limit (OPS-4): model-calling requests one user may start per UTC minute (0: no limit)
+    rate_limit_per_minute: int = 0
     # reliability (REL): DynamoDB retries (botocore "standard" mode: jittered exponential backoff,
     # 25 ms base for transient errors, 1 s for throttling) and timeouts; what clients are told to wait;
     # when a reserved reply slot counts as abandoned; request and reply size caps
@@ -175,6 +177,7 @@ def read_settings() -> Settings:
         budget_monthly_tokens=max(0, _int("BUDGET_MONTHLY_TOKENS", 0)),
         budget_monthly_micros=_usd_micros("BUDGET_MONTHLY_USD"),
         budgets_enabled=_str("BUDGETS_ENABLED", "false").lower() in ("1", "true", "yes", "on"),
+        rate_limit_per_minute=max(0, _int("RATE_LIMIT_PER_MINUTE", 0)),
         dynamodb_max_attempts=max(1, _int("DYNAMODB_MAX_ATTEMPTS", 4)),
         dynamodb_connect_timeout_seconds=_float("DYNAMODB_CONNECT_TIMEOUT_SECONDS", 2.0),
         dynamodb_read_timeout_seconds=_float("DYNAMODB_READ_TIMEOUT_SECONDS", 10.0),

@@ -45,6 +45,13 @@ class BudgetExceeded(ChatError):
     code = "budget_exceeded"
 
 
+class RateLimited(ChatError):
+    """OPS-4: the caller sent more model-calling requests this minute than RATE_LIMIT_PER_MINUTE allows;
+    the model was not asked and nothing was stored. `retry_after` (seconds) is when the minute ends."""
+
+    code = "rate_limited"
+
+
 class NotFound(ChatError):
     code = "not_found"
 

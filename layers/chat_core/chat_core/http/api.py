@@ -475,7 +475,7 @@ def build_app(*, openai_errors: bool = False) -> APIGatewayHttpResolver:
             logger.info("request refused", code=exc.code, status=status)
         headers = retry_after_header() if isinstance(exc, _RETRYABLE) else None
         if isinstance(exc.details.get("retry_after"), int):
-            headers = {"Retry-After": str(exc.details["retry_after"])}  # COST-4: when the window resets
+            headers = {"Retry-After": str(exc.details["retry_after"])}  # COST-4, OPS-4: when it resets
         field = exc.details.get("field")
         return respond(
             status, exc.code, exc.message, headers=headers, param=str(field) if field is not None else None

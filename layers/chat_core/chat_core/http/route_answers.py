@@ -205,8 +205,9 @@ ERROR_TEXT: Final = {
     413: "Request body over the route's size limit",
     415: "The body must be application/json",
     422: "Validation error: the body or a parameter is out of its documented bounds",
-    429: "budget_exceeded (COST-4): the caller reached a budget; nothing was stored; Retry-After is when "
-    "the window resets",
+    429: "budget_exceeded (COST-4): the caller reached a budget, or rate_limited (OPS-4): the caller's "
+    "requests to the model this minute reached the limit; nothing was stored; Retry-After is when the "
+    "window resets",
     502: "The model provider failed; the turn is stored with an error reply (same body as 201)",
     503: "The database is busy or unreachable after retries; retry after Retry-After (on POST /messages, "
     "reply_not_stored: the model answered but its reply could not be saved; the body carries it)",

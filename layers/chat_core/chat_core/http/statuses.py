@@ -20,6 +20,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     errors.NotFound.code: 404,
     errors.Forbidden.code: 403,
     errors.BudgetExceeded.code: 429,
+    errors.RateLimited.code: 429,
     errors.Conflict.code: 409,
     errors.ProviderFailed.code: 502,
     errors.StoreUnavailable.code: 503,

@@ -106,6 +106,11 @@ def usage_pk(owner: str) -> str:
     return f"{owner_pk(owner)}#USAGE"
 
 
+def rate_pk(owner: str) -> str:
+    """OPS-4: the partition of one owner's rate-limit windows (one item per minute, never queried)."""
+    return f"{owner_pk(owner)}#RATE"
+
+
 USAGE_DAY_PREFIX = "DAY#"
 #: "~LIMITS" sorts after every "DAY#..." item: one Query from a month's first day reads that month's
 #: usage and the owner's budget item together (COST-4).
