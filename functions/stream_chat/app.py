@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from chat_core.errors import Unauthorized
 from chat_core.http.sink import SseResponse
+from chat_core.observability import logger
 
 if TYPE_CHECKING:
     from chat_core.http.jwt import JwtVerifier
 
-# The routes (resolver, models, the post path) and Powertools' logger are imported by the first request,
-# not at start (PERF-1): the web adapter waits for the readiness check, which needs none of them.
+# The routes (resolver, models, the post path) are imported by the first request, not at start (PERF-1):
+# the web adapter waits for the readiness check, which needs none of them.
 
 #: Lambda's payload limit for a request (a stateless client's history may be large).
 MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -82,8 +83,6 @@ class StreamHandler(BaseHTTPRequestHandler):
     integration_ms: int | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
-        from chat_core.observability import logger
-
         logger.info("stream server", line=format % args)
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
@@ -122,7 +121,6 @@ class StreamHandler(BaseHTTPRequestHandler):
     def _access_line(self, headers: dict[str, str], started: float, error: str) -> None:
         """OPS-5: one JSON line per request, with the fields of the HTTP API's access log."""
         from chat_core.http.stream_routes import ROUTES
-        from chat_core.observability import logger
 
         context = request_context(headers)
         http = context.get("http") if isinstance(context.get("http"), dict) else {}
