@@ -1,9 +1,9 @@
 """How a function starts: its routes imported on the first invocation, or at init when the init phase is
 off the request path (SnapStart, provisioned concurrency), and the SnapStart runtime hooks.
 
-Every HTTP function's app.py is a few lines: `lambda_handler, __getattr__ = deferred(__name__, __file__)`.
-Its routes (the resolver, the request models, the operations they call) are in the sibling api.py,
-imported by `load()`:
+Every function's app.py (the streaming web server's aside) is a few lines:
+`lambda_handler, __getattr__ = deferred(__name__, __file__)`. Its routes (the resolver, the request
+models, the operations they call) are in the sibling api.py, imported by `DeferredRoutes.load()`:
 
 - on demand (a plain cold start), on the first invocation: the import Lambda times at init is this
   module and nothing of Powertools, pydantic, PynamoDB or the domains; the first request pays for them
