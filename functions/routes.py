@@ -108,6 +108,15 @@ class Function:
         return tuple(kind for kind, there in present.items() if there)
 
     @property
+    def snap_start(self) -> bool:
+        """Whether it publishes versions behind the `live` alias with SnapStart (the SnapStart parameter
+        turns SnapStart itself off): the API functions. Not the streaming function, whose init starts a
+        web server behind the Lambda Web Adapter (a listening socket and its threads do not belong in a
+        snapshot), nor the queue and stream workers, whose event source mappings would pay a version per
+        deployment for no user waiting on a cold start (docs/deploy.md, SnapStart)."""
+        return bool(self.http) and not self.function_url
+
+    @property
     def actions(self) -> frozenset[str]:
         """Every action its grants allow (without KMS, see `kms_actions`)."""
         return frozenset(action for grant in self.grants for action in grant.actions)

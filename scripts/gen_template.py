@@ -36,6 +36,8 @@ RESOURCE = {
     "bucket": "!GetAtt BlobBucket.Arn",
 }
 NO_VALUE = "!Ref AWS::NoValue"
+#: The alias every API function publishes and API Gateway invokes (SnapStart applies to versions only).
+ALIAS = "live"
 
 
 def _resource(on: str) -> str:
@@ -168,6 +170,12 @@ def render_function(function: Function) -> list[str]:
             f"!If [HasModelReservedConcurrency, !Ref ModelFunctionReservedConcurrency, {NO_VALUE}]"
         )
     lines.append(f"      LoggingConfig: {{ LogGroup: !Ref {name}Logs }}")
+    if function.snap_start:
+        # Versions published behind the alias the API invokes; the snapshot is taken of each version.
+        lines += [
+            f"      AutoPublishAlias: {ALIAS}",
+            "      SnapStart: { ApplyOn: !If [UseSnapStart, PublishedVersions, None] }",
+        ]
     if function.function_url:
         lines += WEB_ADAPTER
     env = [f"          {key}: {json.dumps(value)}" for key, value in function.env]

@@ -48,6 +48,8 @@ LAZY_ALLOWED = {
     ("tiktoken",),
     ("aws_lambda_powertools.utilities.parameters",),
     ("botocore.config",),
+    # Lambda's SnapStart hooks library: part of the managed runtime, importable nowhere else.
+    ("snapshot_restore_py",),
 }
 MAX_LINES = 500
 #: Modules that are longer and read better whole, each with the reason. This list only shrinks: an entry
