@@ -1,10 +1,25 @@
-"""POST /conversations/{conversation_id}/messages: store messages as given, no model call (API-18).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /conversations/{conversation_id}/messages: store messages as given, no model call (API-18)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import history
+from chat_core.http import request_commands as commands
+from chat_core.http.api import build_app, caller, idempotency_key, json_response
+from chat_core.http.schemas import AppendMessagesIn
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/conversations/<conversation_id>/messages")
+def append_messages(conversation_id: str, body: AppendMessagesIn) -> Response[Any]:
+    appended = history.append_messages(
+        caller(app), conversation_id, commands.append_command(body), idempotency_key=idempotency_key(app)
+    )
+    return json_response(201, appended)
+
+
+lambda_handler = http_entry(app)

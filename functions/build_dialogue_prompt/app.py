@@ -1,10 +1,23 @@
-"""POST /worlds/{world_id}/prompt: seed 004 prompt factory (history + scene -> OpenAI messages, budgeted).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /worlds/{world_id}/prompt: seed 004 prompt factory (history + scene -> OpenAI messages, budgeted)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.dialogue.prompt import PromptBuildConfig, build_structured_prompt
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.dialogue_schemas import PromptIn
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/worlds/<world_id>/prompt")
+def build_dialogue_prompt(world_id: str, body: PromptIn) -> Response[Any]:
+    owner = caller(app)
+    config = PromptBuildConfig.from_mapping(world_id, body.config_mapping())
+    return json_response(200, build_structured_prompt(config, owner=owner).to_dict())
+
+
+lambda_handler = http_entry(app)

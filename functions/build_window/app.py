@@ -1,10 +1,24 @@
-"""POST /conversations/{conversation_id}/window: the window a message would be sent with (no model call).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /conversations/{conversation_id}/window: the window a message would be sent with (no model call)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import assembly
+from chat_core.http import request_commands as commands
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.schemas import BuildWindowIn
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/conversations/<conversation_id>/window")
+def build_window(conversation_id: str, body: BuildWindowIn) -> Response[Any]:
+    return json_response(
+        200, assembly.build_window(caller(app), conversation_id, commands.window_command(body))
+    )
+
+
+lambda_handler = http_entry(app)

@@ -1,10 +1,21 @@
-"""DELETE /conversations/{conversation_id}: soft delete (gone from list and detail; TTL removes it later).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""DELETE /conversations/{conversation_id}: soft delete (gone from list and detail; TTL removes it later)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import delete
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.delete("/conversations/<conversation_id>")
+def delete_conversation(conversation_id: str) -> Response[Any]:
+    delete.delete_conversation(caller(app), conversation_id)
+    return json_response(204, None)
+
+
+lambda_handler = http_entry(app)

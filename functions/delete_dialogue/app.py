@@ -1,10 +1,20 @@
-"""DELETE /worlds/{world_id}/dialogues/{dialogue_id}: delete one dialogue and its entries (DLG-4).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""DELETE /worlds/{world_id}/dialogues/{dialogue_id}: delete one dialogue and its entries (DLG-4)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.dialogue import worlds
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.delete("/worlds/<world_id>/dialogues/<dialogue_id>")
+def delete_dialogue(world_id: str, dialogue_id: str) -> Response[Any]:
+    return json_response(200, worlds.delete_dialogue(caller(app), world_id, dialogue_id))
+
+
+lambda_handler = http_entry(app)

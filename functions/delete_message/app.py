@@ -1,11 +1,21 @@
 """DELETE /conversations/{conversation_id}/messages/{message_id}: remove one message of the active path
-(and the results of its tool calls); kept for audit, never sent to the model again (API-18).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+(and the results of its tool calls); kept for audit, never sent to the model again (API-18)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import history
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.delete("/conversations/<conversation_id>/messages/<message_id>")
+def delete_message(conversation_id: str, message_id: str) -> Response[Any]:
+    return json_response(200, history.delete_message(caller(app), conversation_id, message_id))
+
+
+lambda_handler = http_entry(app)

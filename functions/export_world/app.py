@@ -1,10 +1,26 @@
-"""GET /worlds/{world_id}/export: every dialogue and entry of a world as JSON Lines (game save).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""GET /worlds/{world_id}/export: every dialogue and entry of a world as JSON Lines (game save)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.dialogue import transfer
+from chat_core.http.api import build_app, caller
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.get("/worlds/<world_id>/export")
+def export_world(world_id: str) -> Response[Any]:
+    body = transfer.export_world_jsonl(caller(app), world_id)
+    return Response(
+        status_code=200,
+        content_type="application/x-ndjson; charset=utf-8",
+        body=body,
+        headers={"Content-Disposition": f'attachment; filename="{world_id}.jsonl"'},
+    )
+
+
+lambda_handler = http_entry(app)

@@ -1,10 +1,20 @@
-"""POST /worlds/{world_id}/exports: the world's export as gzip JSON Lines in S3, and a GET URL (DLG-6).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /worlds/{world_id}/exports: the world's export as gzip JSON Lines in S3, and a GET URL (DLG-6)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.dialogue import jobs
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/worlds/<world_id>/exports")
+def export_world_s3(world_id: str) -> Response[Any]:
+    return json_response(201, jobs.export_to_s3(caller(app), world_id))
+
+
+lambda_handler = http_entry(app)

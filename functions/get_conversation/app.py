@@ -1,11 +1,41 @@
 """GET /conversations/{conversation_id}: the conversation and its messages, oldest first, paginated; GET
-/conversation-keys/{key}: the same for the conversation the caller named by a key (API-21).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+/conversation-keys/{key}: the same for the conversation the caller named by a key (API-21)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Annotated, Any
+from urllib.parse import unquote
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from chat_core.chat import create, reads
+from chat_core.chat.paging import MAX_CURSOR_CHARS
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.get("/conversations/<conversation_id>")
+def get_conversation(
+    conversation_id: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 100,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
+) -> Response[Any]:
+    detail = reads.get_conversation(caller(app), conversation_id, limit=limit, cursor=cursor)
+    return json_response(200, detail)
+
+
+@app.get("/conversation-keys/<key>")
+def get_conversation_by_key(
+    key: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 100,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
+) -> Response[Any]:
+    owner = caller(app)
+    # The router matches the raw path: `key` arrives percent-encoded (`user%3A1`), as clients send it.
+    conversation_id = create.named_conversation_id(owner, unquote(key))
+    return json_response(200, reads.get_conversation(owner, conversation_id, limit=limit, cursor=cursor))
+
+
+lambda_handler = http_entry(app)

@@ -1,11 +1,27 @@
 """GET /conversations/{conversation_id}/tree: every message with its parent, children and whether it is
-on the active path, oldest first, paginated (API-18).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+on the active path, oldest first, paginated (API-18)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Annotated, Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from chat_core.chat import navigation
+from chat_core.chat.paging import MAX_CURSOR_CHARS
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.get("/conversations/<conversation_id>/tree")
+def get_tree(
+    conversation_id: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 100,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR_CHARS)] = None,
+) -> Response[Any]:
+    return json_response(200, navigation.tree_page(caller(app), conversation_id, limit=limit, cursor=cursor))
+
+
+lambda_handler = http_entry(app)

@@ -1,10 +1,34 @@
-"""POST /worlds/{world_id}/import?mode=restore|merge: load a JSON Lines export into a world (game load).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /worlds/{world_id}/import?mode=restore|merge: load a JSON Lines export into a world (game load)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Annotated, Any, Literal
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from chat_core.dialogue import transfer
+from chat_core.errors import InvalidInput
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/worlds/<world_id>/import")
+def import_world(
+    world_id: str,
+    mode: Annotated[
+        Literal["restore", "merge"],
+        Query(description="restore: the world must be empty (else 409); merge: add to what is there"),
+    ] = "restore",
+) -> Response[Any]:
+    owner = caller(app)
+    try:
+        text = app.current_event.decoded_body or ""
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the import body must be UTF-8 JSON Lines", field="body") from exc
+    result = transfer.import_world_jsonl(owner, world_id, text, mode=mode)
+    return json_response(201, result.to_dict())
+
+
+lambda_handler = http_entry(app)

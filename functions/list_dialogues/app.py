@@ -1,10 +1,25 @@
-"""GET /worlds/{world_id}/dialogues: the dialogues of one world with their participants (DLG-2).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""GET /worlds/{world_id}/dialogues: the dialogues of one world with their participants (DLG-2)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Annotated, Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from chat_core.dialogue import worlds
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.get("/worlds/<world_id>/dialogues")
+def list_dialogues(
+    world_id: str,
+    limit: Annotated[int, Query(ge=1, le=worlds.MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=600)] = None,
+) -> Response[Any]:
+    return json_response(200, worlds.list_dialogues(caller(app), world_id, limit=limit, cursor=cursor))
+
+
+lambda_handler = http_entry(app)

@@ -1,10 +1,21 @@
-"""GET /v1/models: the models this deployment offers, in OpenAI's list format (API-13).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""GET /v1/models: the models this deployment offers, in OpenAI's list format (API-13)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.models_list import models_list
+from chat_core.observability import http_entry
+
+app = build_app(openai_errors=True)
+
+
+@app.get("/v1/models")
+def list_models() -> Response[Any]:
+    caller(app)  # the same identity as every route: no anonymous listing
+    return json_response(200, models_list())
+
+
+lambda_handler = http_entry(app)

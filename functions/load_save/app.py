@@ -1,10 +1,20 @@
-"""POST /worlds/{world_id}/saves/{save_id}/load: load a save: later history leaves prompts (DLG-5).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /worlds/{world_id}/saves/{save_id}/load: load a save: later history leaves prompts (DLG-5)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.dialogue import saves
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/worlds/<world_id>/saves/<save_id>/load")
+def load_save(world_id: str, save_id: str) -> Response[Any]:
+    return json_response(200, saves.load(caller(app), world_id, save_id))
+
+
+lambda_handler = http_entry(app)

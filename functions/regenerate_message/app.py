@@ -1,11 +1,35 @@
 """POST /conversations/{conversation_id}/messages/{message_id}/regenerate: a new answer beside an old one,
-from the same context (API-18).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+from the same context (API-18)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import branches, rate_limit
+from chat_core.http import request_commands as commands
+from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
+from chat_core.http.schemas import RegenerateIn
+from chat_core.http.statuses import post_status
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/conversations/<conversation_id>/messages/<message_id>/regenerate")
+def regenerate_message(conversation_id: str, message_id: str, body: RegenerateIn) -> Response[Any]:
+    owner = caller(app)
+    rate_limit.check(owner)  # OPS-4: before anything is written or the model asked
+    outcome = branches.regenerate_message(
+        owner,
+        conversation_id,
+        message_id,
+        commands.regenerate_command(conversation_id, body),
+        idempotency_key=idempotency_key(app),
+        context=app.lambda_context,
+    )
+    headers = retry_after_header() if not outcome.reply_stored else None
+    return json_response(post_status(outcome), outcome.body, headers)
+
+
+lambda_handler = http_entry(app)

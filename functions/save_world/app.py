@@ -1,10 +1,21 @@
-"""POST /worlds/{world_id}/saves: record a save game at a game tick (DLG-5).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""POST /worlds/{world_id}/saves: record a save game at a game tick (DLG-5)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.dialogue import saves
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.dialogue_schemas import SaveIn
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.post("/worlds/<world_id>/saves")
+def save_world(world_id: str, body: SaveIn) -> Response[Any]:
+    return json_response(201, saves.save(caller(app), world_id, body.save_id, body.game_tick))
+
+
+lambda_handler = http_entry(app)

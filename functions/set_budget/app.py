@@ -1,10 +1,26 @@
-"""PUT /budgets/{user_id}: an administrator sets one user's daily and monthly limits (COST-4).
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""PUT /budgets/{user_id}: an administrator sets one user's daily and monthly limits (COST-4)."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
+from urllib.parse import unquote
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import usage
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.roles import is_admin
+from chat_core.http.schemas import BudgetIn
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.put("/budgets/<user_id>")
+def set_budget(user_id: str, body: BudgetIn) -> Response[Any]:
+    limits = body.model_dump(exclude_unset=True)
+    # The router matches the raw path: an id with ':' or '@' arrives percent-encoded.
+    answer = usage.set_budget(caller(app), unquote(user_id), limits, admin=is_admin(app))
+    return json_response(200, answer)
+
+
+lambda_handler = http_entry(app)

@@ -20,17 +20,14 @@ import os
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chat_core.errors import Unauthorized
+from chat_core.http.api import error_body, openai_error_body
+from chat_core.http.jwt import JwtVerifier
 from chat_core.http.sink import SseResponse
+from chat_core.http.stream_routes import COMPLETIONS, ROUTES, serve
 from chat_core.observability import logger
-
-if TYPE_CHECKING:
-    from chat_core.http.jwt import JwtVerifier
-
-# The routes (resolver, models, the post path) are imported by the first request, not at start (PERF-1):
-# the web adapter waits for the readiness check, which needs none of them.
 
 #: Lambda's payload limit for a request (a stateless client's history may be large).
 MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -120,8 +117,6 @@ class StreamHandler(BaseHTTPRequestHandler):
 
     def _access_line(self, headers: dict[str, str], started: float, error: str) -> None:
         """OPS-5: one JSON line per request, with the fields of the HTTP API's access log."""
-        from chat_core.http.stream_routes import ROUTES
-
         context = request_context(headers)
         http = context.get("http") if isinstance(context.get("http"), dict) else {}
         path = self.path.split("?", 1)[0]
@@ -141,9 +136,6 @@ class StreamHandler(BaseHTTPRequestHandler):
         logger.info("access", **line)
 
     def _post(self, headers: dict[str, str]) -> None:
-        from chat_core.http.api import error_body, openai_error_body
-        from chat_core.http.stream_routes import COMPLETIONS, serve
-
         path = self.path.split("?", 1)[0]
         length = int(headers.get("content-length") or 0)
         if length > MAX_BODY_BYTES:
@@ -192,8 +184,6 @@ def main() -> int:
             "stream_chat: JWT_ISSUER and JWT_AUDIENCE must be set (no unauthenticated path)", file=sys.stderr
         )
         return 2
-    from chat_core.http.jwt import JwtVerifier
-
     server = StreamServer(int(os.environ.get("PORT", "8080")), JwtVerifier(issuer, audience))
     print(f"stream_chat listening on 127.0.0.1:{server.server_address[1]}", flush=True)
     server.serve_forever()

@@ -1,10 +1,23 @@
-"""PATCH /conversations/{conversation_id}: title, system prompt, model, window policy, default settings.
-
-The function's code is api.py: imported on the first invocation, or at init when SnapStart (or
-provisioned concurrency) takes init off the request path; see chat_core.startup."""
+"""PATCH /conversations/{conversation_id}: title, system prompt, model, window policy, default settings."""
 
 from __future__ import annotations
 
-from chat_core.startup import deferred
+from typing import Any
 
-lambda_handler, __getattr__ = deferred(__name__, __file__)
+from aws_lambda_powertools.event_handler import Response
+from chat_core.chat import update
+from chat_core.http import request_commands as commands
+from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.schemas import UpdateConversationIn
+from chat_core.observability import http_entry
+
+app = build_app()
+
+
+@app.patch("/conversations/<conversation_id>")
+def update_conversation(conversation_id: str, body: UpdateConversationIn) -> Response[Any]:
+    conversation = update.update_conversation(caller(app), conversation_id, commands.update_command(body))
+    return json_response(200, conversation)
+
+
+lambda_handler = http_entry(app)

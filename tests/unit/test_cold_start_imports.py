@@ -36,21 +36,7 @@ WATCHED = ("aws_xray_sdk", "httpx", "tiktoken")
 _IMPORT = f"""
 import json, sys
 import app
-# What the first invocation (or SnapStart's init) imports: the function's api.py, where it has one.
-routes = getattr(app.lambda_handler, "routes", None) if hasattr(app, "lambda_handler") else None
-if routes is not None:
-    routes.load()
 print(json.dumps(sorted(m for m in {WATCHED!r} if m in sys.modules)))
-"""
-
-#: Heavy packages a deferred handler's init must not import on demand (chat_core.startup).
-DEFERRED = ("aws_lambda_powertools", "pydantic", "pynamodb", "botocore", "boto3")
-
-_INIT = f"""
-import json, sys
-import app
-routes = app.lambda_handler.routes
-print(json.dumps({{"loaded": routes.loaded, "heavy": sorted(m for m in {DEFERRED!r} if m in sys.modules)}}))
 """
 
 _INVOKE = """
@@ -134,19 +120,3 @@ def test_the_handler_decorator_builds_the_tracer_on_the_first_invocation() -> No
     assert outcome["before"] == [False, False]
     assert outcome["after"] == [True, True]
     assert outcome["status"] == 401
-
-
-@pytest.mark.parametrize("function", ["post_message", "get_conversation", "purge_conversation"])
-def test_on_demand_init_imports_the_entry_only_and_snapstart_init_imports_the_routes(function: str) -> None:
-    """PERF-1, SnapStart: a plain cold start imports only the entry (the routes come with the first
-    invocation); an init that SnapStart snapshots (or provisioned concurrency runs) imports the routes."""
-    # Given a fresh interpreter set up like a Lambda, on demand
-    # When the handler module is imported
-    on_demand = json.loads(_run(function, _INIT))
-    # Then neither Powertools, pydantic, PynamoDB nor boto3 is loaded, and the routes wait
-    assert on_demand == {"loaded": False, "heavy": []}
-    # Given the same with Lambda's SnapStart initialization type
-    snapped = json.loads(_run(function, _INIT, AWS_LAMBDA_INITIALIZATION_TYPE="snap-start"))
-    # Then the routes were imported at init, so the snapshot holds them
-    assert snapped["loaded"] is True
-    assert "aws_lambda_powertools" in snapped["heavy"]

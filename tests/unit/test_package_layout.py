@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "chat_core" / "chat_c
 #: is still an arrow). `config`, `runtime`, `settings`, `errors` and `observability` are shared by all and
 #: import nothing of chat_core's packages: `runtime` (OPS-3) holds what the packages build, each asking it
 #: by a key with its own builder, so it needs none of them.
-SHARED = {"config", "runtime", "settings", "errors", "observability"}
+SHARED = {"config", "runtime", "settings", "errors", "observability", "startup"}
 MAY_IMPORT: dict[str, set[str]] = {
     "engine": {"engine"},
     "store": {"store", "engine"},
@@ -33,6 +33,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "settings": set(),
     "errors": set(),
     "observability": set(),
+    "startup": set(),
 }
 #: The domain packages: they take commands built at the edge and records handed up by the store.
 DOMAIN = {"chat", "dialogue"}

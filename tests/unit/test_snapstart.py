@@ -1,5 +1,5 @@
 """SnapStart (chat_core.startup): the runtime hooks registered with Lambda's `snapshot_restore_py`, run as
-Lambda runs them, and the deferred import of a function's routes.
+Lambda runs them, and what a SnapStart init prepares.
 
 `snapshot_restore_py` exists only in Lambda's managed runtime; these tests install a stand-in module that
 records what is registered, then play the snapshot and restores by calling the recorded hooks: before the
@@ -152,26 +152,19 @@ def _app_module(name: str, folder: str) -> types.ModuleType:
     return module
 
 
-def test_a_function_defers_its_routes_on_demand_and_imports_them_at_a_snapstart_init(
+def test_a_function_registers_the_hooks_at_init_and_builds_its_tracer_there_under_snapstart(
     lambda_hooks: FakeSnapshotRestore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PERF-1, SnapStart: on demand the routes wait for the first use; a SnapStart init imports them,
-    and the function's entry registers the hooks."""
-    # Given list_models' entry imported on demand
-    monkeypatch.delenv("AWS_LAMBDA_INITIALIZATION_TYPE", raising=False)
-    on_demand = _app_module("snapstart_test_on_demand", "list_models")
-    # Then its routes are not imported yet, the hooks are registered, and an attribute of the routes
-    # (the resolver) imports them
-    assert on_demand.lambda_handler.routes.loaded is False
-    assert lambda_hooks.after == [startup.after_restore]
-    assert on_demand.app is not None
-    assert on_demand.lambda_handler.routes.loaded is True
-    with pytest.raises(AttributeError):
-        on_demand.__wrapped__  # noqa: B018 - dunder lookups never import the routes
-    # Given the same entry imported by a SnapStart init
+    """PERF-1, SnapStart: importing a function's app.py (its init) registers the hooks; a SnapStart init
+    also builds the Tracer, so the snapshot holds it and no restored environment pays for it."""
+    from chat_core import observability
+
+    # Given list_models' app.py imported by a SnapStart init
     monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "snap-start")
+    monkeypatch.setattr(observability, "tracer", observability.LazyTracer(service="snapstart-test"))
     snapped = _app_module("snapstart_test_snapped", "list_models")
-    # Then its routes were imported at init
-    assert snapped.lambda_handler.routes.loaded is True
-    for name in ("snapstart_test_on_demand_api", "snapstart_test_snapped_api"):
-        sys.modules.pop(name, None)
+    # Then its routes and entry exist, the hooks are registered once, and the Tracer is built
+    assert callable(snapped.lambda_handler)
+    assert lambda_hooks.after == [startup.after_restore]
+    assert lambda_hooks.before == [startup.before_snapshot]
+    assert observability.tracer.built is True

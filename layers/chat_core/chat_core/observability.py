@@ -13,6 +13,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
+from chat_core import startup
 from chat_core.runtime import Runtime, current, use
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -158,6 +159,7 @@ def entry(
         use(runtime)
     else:
         current()
+    startup.at_init(tracer.real)
 
     def decorate(handler: Handler) -> Handler:
         measured = metrics.log_metrics(handler)
