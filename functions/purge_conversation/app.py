@@ -14,29 +14,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import retention
-from chat_core.errors import InvalidInput
+from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-
-class PurgeIn(BaseModel):
-    """A direct invocation: the expired conversation to purge."""
-
-    # Built on first use (PERF-1): stream batches, the usual invocation, never validate it.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    owner: str
-    conversation_id: str
-
-
-def parse_direct(event: dict[str, Any]) -> PurgeIn:
-    try:
-        return PurgeIn.model_validate(event)
-    except ValidationError as exc:
-        raise InvalidInput(
-            'expected {"owner": "...", "conversation_id": "..."} or a DynamoDB stream event',
-            problems=exc.errors(include_url=False, include_context=False, include_input=False),
-        ) from exc
 
 
 # A stream batch has no single correlation id; each purge is logged with its conversation id.
@@ -44,5 +23,5 @@ def parse_direct(event: dict[str, Any]) -> PurgeIn:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         return retention.process_stream(event["Records"])
-    request = parse_direct(event)
-    return retention.purge_expired(request.owner, request.conversation_id).to_dict()
+    owner, conversation_id = owner_and_conversation(event)
+    return retention.purge_expired(owner, conversation_id).to_dict()

@@ -12,35 +12,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chat_core.chat import summaries
-from chat_core.errors import InvalidInput
+from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
-from chat_core.store.keys import is_valid_id, is_valid_owner
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-
-class SummarizeIn(BaseModel):
-    """A direct invocation: the conversation to summarize."""
-
-    # Built on first use (PERF-1): stream batches, the usual invocation, never validate it.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    owner: str
-    conversation_id: str
-
-
-def parse_direct(event: dict[str, Any]) -> SummarizeIn:
-    try:
-        request = SummarizeIn.model_validate(event)
-    except ValidationError as exc:
-        raise InvalidInput(
-            'expected {"owner": "...", "conversation_id": "..."} or a DynamoDB stream event',
-            problems=exc.errors(include_url=False, include_context=False, include_input=False),
-        ) from exc
-    if not is_valid_owner(request.owner):
-        raise InvalidInput("owner must be a non-blank identity without control characters", field="owner")
-    if not is_valid_id(request.conversation_id):
-        raise InvalidInput("conversation_id is not a valid id", field="conversation_id")
-    return request
 
 
 # A stream batch has no single correlation id; each conversation is logged with its id.
@@ -48,6 +21,6 @@ def parse_direct(event: dict[str, Any]) -> SummarizeIn:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         return summaries.process_stream(event["Records"], context=context)
-    request = parse_direct(event)
-    outcome = summaries.summarize_conversation(request.owner, request.conversation_id, context=context)
+    owner, conversation_id = owner_and_conversation(event)
+    outcome = summaries.summarize_conversation(owner, conversation_id, context=context)
     return outcome.to_dict()
