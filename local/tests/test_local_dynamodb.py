@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from chat_local.dynamodb import (
     SnapshotError,
     Snapshotter,
     TtlSweeper,
-    dynamodb_client,
     ensure_table,
     read_snapshot,
     restore_items,
@@ -23,21 +21,6 @@ from chat_local.dynamodb import (
 from chat_local.template import TableSpec, load_template
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[EmbeddedDynamoDB]:
-    embedded = EmbeddedDynamoDB().start()
-    yield embedded
-    embedded.stop()
-
-
-@pytest.fixture(scope="module")
-def client(store: EmbeddedDynamoDB) -> Any:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AWS_ACCESS_KEY_ID", "local")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "local")
-        return dynamodb_client(store.endpoint, "us-east-1")
 
 
 _counter = iter(range(1_000_000))

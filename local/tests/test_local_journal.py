@@ -9,28 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_local.dynamodb import EmbeddedDynamoDB, SnapshotError, TtlSweeper, dynamodb_client, ensure_table
+from chat_local.dynamodb import EmbeddedDynamoDB, SnapshotError, TtlSweeper, ensure_table
 from chat_local.journal import DurableTable, _frame, read_snapshot
 from chat_local.s3 import BucketMirror, create_buckets, s3_client
 from chat_local.template import LOCAL_ACCOUNT_ID, TableSpec, load_template
 
 REPO = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[EmbeddedDynamoDB]:
-    embedded = EmbeddedDynamoDB().start()
-    yield embedded
-    embedded.stop()
-
-
-@pytest.fixture(scope="module")
-def client(store: EmbeddedDynamoDB) -> Any:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AWS_ACCESS_KEY_ID", "local")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "local")
-        return dynamodb_client(store.endpoint, REGION)
 
 
 _counter = iter(range(1_000_000))

@@ -125,14 +125,16 @@ def test_records_every_reader_has_read_are_dropped_and_reading_goes_on(client: A
     assert moto_fidelity.trim_read_records([reader]) == 0
 
 
-def _page_through(client: Any, **query: Any) -> tuple[list[str], list[int]]:
-    """Every sort key a Query returns, page by page, and each page's ScannedCount."""
+def _page_through(
+    client: Any, *, table: str = TABLE, sort_key: str = "sk", **query: Any
+) -> tuple[list[str], list[int]]:
+    """Every sort key (`sort_key`) a Query returns, page by page, and each page's ScannedCount."""
     keys: list[str] = []
     scanned: list[int] = []
     start: dict[str, Any] | None = None
     while True:
-        page = client.query(TableName=TABLE, **query, **({"ExclusiveStartKey": start} if start else {}))
-        keys += [item["sk"]["S"] for item in page["Items"]]
+        page = client.query(TableName=table, **query, **({"ExclusiveStartKey": start} if start else {}))
+        keys += [item[sort_key]["S"] for item in page["Items"]]
         scanned.append(page["ScannedCount"])
         start = page.get("LastEvaluatedKey")
         if not start:
@@ -214,17 +216,8 @@ def _index_table(client: Any) -> str:
 
 
 def _index_page_through(client: Any, table: str, **query: Any) -> tuple[list[str], list[int]]:
-    keys: list[str] = []
-    scanned: list[int] = []
-    start: dict[str, Any] | None = None
-    while True:
-        extra = {"ExclusiveStartKey": start} if start else {}
-        page = client.query(TableName=table, IndexName="gsi1", **query, **extra)
-        keys += [item["gsi1sk"]["S"] for item in page["Items"]]
-        scanned.append(page["ScannedCount"])
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return keys, scanned
+    """Every listing-index sort key a Query of the gsi1 index returns, page by page, and ScannedCounts."""
+    return _page_through(client, table=table, sort_key="gsi1sk", IndexName="gsi1", **query)
 
 
 @pytest.mark.parametrize("forward", [True, False])
