@@ -131,22 +131,23 @@ def _measure(length: int, *, budgets: bool, keyed: bool = False) -> dict[str, An
         use(Runtime.from_env())  # a runtime of this run's settings
         client = boto3.client("dynamodb", region_name="us-east-1")
         conversation_id = _seed(client, post, length)
-        before, _ = _table_bytes(client)
+        before, was = _table_bytes(client)
+        after = before
         units: list[tuple[float, float, float, dict[str, float]]] = []
         calls: list[int] = []
         seconds: list[float] = []
         for n in range(POSTS):
             request = PostMessageIn(conversation_id=conversation_id, content=message_text(80_000 + n))
             key = f"bench-{length}-{n}" if keyed else None
-            _, was = _table_bytes(client)
             with metered() as tally:
                 started = time.process_time()
                 post(OWNER, post_command(request), idempotency_key=key)
                 seconds.append(time.process_time() - started - tally.server_seconds)
-            _, now = _table_bytes(client)
+            # The table after this post is the table before the next one: one Scan per post.
+            after, now = _table_bytes(client)
             units.append(_request_units(tally, was, now))
             calls.append(tally.total_calls)
-        after, _ = _table_bytes(client)
+            was = now
     middle = sorted(units, key=lambda u: u[0])[len(units) // 2]
     return {
         "wru": statistics.median(u[0] for u in units),
