@@ -13,6 +13,7 @@ from chat_core.chat.rules import check_id, not_found
 from chat_core.chat.views import conversation_view
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
+from chat_core.store import turn_reads
 from chat_core.store.keys import (
     EVENT_SK_PREFIX,
     MESSAGE_SK_PREFIX,
@@ -134,7 +135,8 @@ def list_events(
 ) -> EventsPage:
     """GET /conversations/{id}/events: the turn log (session_start, each turn's steps, ...), or one turn's.
 
-    One GetItem (the conversation must be the caller's and live) and one Query of the events.
+    One GetItem (the conversation must be the caller's and live), then a Query of the EventItems and one
+    of the messages that carry events (store.turn_reads).
     """
     check_id(conversation_id)
     pk = conversation_pk(owner, conversation_id)
@@ -142,13 +144,17 @@ def list_events(
     prefix = EVENT_SK_PREFIX if turn is None else turn_prefix(turn)
 
     def mine(key: Mapping[str, str]) -> bool:
-        return set(key) == {"pk", "sk"} and key["pk"] == pk and key["sk"].startswith(prefix)
+        if not {"pk", "sk"} <= set(key) <= {"pk", "sk", "msk"} or not key.get(
+            "msk", MESSAGE_SK_PREFIX
+        ).startswith(MESSAGE_SK_PREFIX):
+            return False
+        return key["pk"] == pk and key["sk"].startswith(prefix)
 
     start = decode_cursor(owner, scope, cursor, mine) if cursor is not None else None
     conversation = store.get_conversation(owner, conversation_id)
     if conversation is None or conversation.is_deleted:
         raise not_found(conversation_id)
-    page = store.page_events(owner, conversation_id, limit, start, turn=turn)
+    page = turn_reads.page_events(conversation, limit, start, turn=turn)
     metrics.add_metric(name="EventsRead", unit=MetricUnit.Count, value=1)
     return EventsPage(
         lines=page.items,

@@ -19,18 +19,10 @@ from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
 from chat_core.observability import logger
-from chat_core.store import base, ledger
+from chat_core.store import base, ledger, turn_log
 from chat_core.store.base import TableItem
 from chat_core.store.items import BranchLink, Conversation, EventItem, Message, Summary
-from chat_core.store.keys import (
-    EVENT_SK_PREFIX,
-    MESSAGE_SK_PREFIX,
-    listing_sk,
-    message_sk,
-    owner_pk,
-    seq_in_message_id,
-    turn_prefix,
-)
+from chat_core.store.keys import MESSAGE_SK_PREFIX, listing_sk, message_sk, owner_pk, seq_in_message_id
 from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
 
 
@@ -234,22 +226,6 @@ def get_message(owner: str, conversation_id: str, seq: int) -> MessageRecord | N
         raise base.store_error(exc) from exc
 
 
-def page_events(
-    owner: str,
-    conversation_id: str,
-    limit: int,
-    start_key: Mapping[str, str] | None,
-    *,
-    turn: int | None = None,
-) -> Page[dict[str, Any]]:
-    """Turn-log events in log order (session_start, turns, session_end), or one turn's, as seed-002
-    JSONL objects: one Query."""
-    pk, _ = Conversation.key(owner, conversation_id)
-    prefix = turn_prefix(turn) if turn is not None else EVENT_SK_PREFIX
-    page = _page_by_prefix(pk, prefix, EventItem, limit, start_key)
-    return Page(items=[event.to_line() for event in page.items], last_key=page.last_key)
-
-
 def page_conversations(
     owner: str, limit: int, start_key: Mapping[str, str] | None
 ) -> Page[ConversationRecord]:
@@ -323,11 +299,20 @@ OpenTurn = Mapping[str, Any] | _Keep | None
 _TX_ITEMS = 100  # DynamoDB's limit of items per TransactWriteItems
 
 
-def _event_puts(conversation: ConversationRecord, events: Sequence[LogEvent]) -> list[_Item]:
-    return [
-        ("put", EventItem.new(conversation.owner, conversation.conversation_id, e), _NEW, None)
-        for e in events
-    ]
+def _event_puts(
+    conversation: ConversationRecord,
+    events: Sequence[LogEvent],
+    messages: Sequence[MessageRecord] = (),
+    items: Sequence[Message] = (),
+) -> list[_Item]:
+    """The events the last message item does not carry (store.turn_log), as puts into free keys."""
+    rest = turn_log.attach(conversation.owner, conversation.conversation_id, events, messages, items)
+    return [("put", e, _NEW, None) for e in rest]
+
+
+def _log_from(seq: int) -> Any:
+    """Record, once, the first seq whose message may carry turn-log events."""
+    return Conversation.log_from.set(Conversation.log_from | seq)
 
 
 def _open_turn_actions(open_turn: OpenTurn) -> list[Any]:
@@ -380,14 +365,14 @@ def create_with_first_message(
     its first user message and the turn-log events (session_start, turn_start, ...) together. Returns
     the conversation as stored (its sequence counter and message count set)."""
     messages = [*recorded, message]
-    conversation = replace(conversation, next_seq=message.seq + 2, message_count=len(messages))
+    conversation = replace(
+        conversation, next_seq=message.seq + 2, message_count=len(messages), log_from=messages[0].seq
+    )
+    items = [m.to_item() for m in messages]
     try:
         _write(
-            [
-                ("put", conversation.to_item(), _NEW, None),
-                *(("put", m.to_item(), _NEW, None) for m in messages),
-            ],
-            _event_puts(conversation, events),
+            [("put", conversation.to_item(), _NEW, None), *(("put", i, _NEW, None) for i in items)],
+            _event_puts(conversation, events, messages, items),
             f"{conversation.pk}|create|{message.message_id}",
         )
     except _Cancelled as exc:
@@ -402,6 +387,7 @@ def create_conversation(
     """A new, empty conversation and its session_start event (the id is fresh; conditions guard a clash),
     with `also` (e.g. the item naming it, API-21) in the same transaction. SequenceConflict when a
     condition failed and the write was not our own."""
+    conversation = replace(conversation, log_from=conversation.next_seq)
     try:
         _write(
             [("put", conversation.to_item(), _NEW, None), *also],
@@ -543,6 +529,7 @@ def append_messages(
         Conversation.message_count.add(count),
         Conversation.updated_at.set(now),
         TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+        _log_from(expected),
         *_open_turn_actions(open_turn),
     ]
     if totals or added is not None or owed:
@@ -558,8 +545,9 @@ def append_messages(
         condition = condition & tree.unchanged()
         actions += tree.actions()
         link_puts = [("put", link, None, None) for link in link_items(conversation, tree.links)]
+    items = [m.to_item() for m in messages]
     core: list[_Item] = [
-        *(("put", m.to_item(), _NEW, None) for m in messages),
+        *(("put", i, _NEW, None) for i in items),
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
@@ -568,7 +556,7 @@ def append_messages(
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
     try:
-        _write(core, _event_puts(conversation, events), f"{conversation.pk}|append|{name}")
+        _write(core, _event_puts(conversation, events, messages, items), f"{conversation.pk}|append|{name}")
     except _Cancelled as exc:
         if messages and exc.reasons[:1] == ["ConditionalCheckFailed"] and _committed(messages[0]):
             return
@@ -625,6 +613,7 @@ def record_reply(
     target = Conversation(conversation.pk, conversation.sk)
     charges = [(ledger.reply_day(message), charge)] if charge is not None else []
     item = message.to_item()
+    event_puts = _event_puts(conversation, events, [message], [item])
     core: list[_Item] = [
         ("put", item, _NEW, None),
         (
@@ -636,12 +625,12 @@ def record_reply(
                 *_totals_actions(reported, local, charges),
                 Conversation.updated_at.set(now),
                 TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
+                _log_from(message.seq),
                 *_open_turn_actions(open_turn),
             ],
         ),
         *ledger.charge_updates(conversation.owner, charges),
     ]
-    event_puts = _event_puts(conversation, events)
     outcome = STORED_ALONE
     attempt = 0
     while True:

@@ -47,12 +47,17 @@ class UsageMap(MapAttribute[str, Any]):
 
     prompt_tokens = NumberAttribute(default=0)
     completion_tokens = NumberAttribute(default=0)
-    total_tokens = NumberAttribute(default=0)
+    #: Absent when it is prompt + completion (readers derive it).
+    total_tokens = NumberAttribute(null=True)
 
 
 def usage_map(prompt: int, completion: int, total: int) -> UsageMap:
-    """A usage map value for a message item."""
-    return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+    """A usage map value for a message item (its total only when it is not prompt + completion)."""
+    return UsageMap(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=None if total == prompt + completion else total,
+    )
 
 
 class Conversation(TableItem, discriminator="conversation"):
@@ -84,6 +89,8 @@ class Conversation(TableItem, discriminator="conversation"):
     #: Turn log (seed 002): turns started so far, and the state of a turn waiting for tool results.
     turn_count = NumberAttribute(default=0)
     open_turn = JSONAttribute(null=True)
+    #: The first seq whose message may carry turn-log events (absent: none does; store.turn_log).
+    log_from = NumberAttribute(null=True)
     #: Pinned messages (WIN-3), copied here so the post's one Query hands them to the window:
     #: [{"seq", "message_id", "role", "content", "tokens", "name"?}], oldest first; `pinned_rev`
     #: guards concurrent pin changes.
@@ -122,9 +129,9 @@ class Conversation(TableItem, discriminator="conversation"):
 
 class Message(TableItem, discriminator="message"):
     """One message (`sk = MSG#<seq>`), appended once, never rewritten (only its `pinned` flag changes);
-    `tokens` counted at write (TOK-5)."""
+    `tokens` counted at write (TOK-5). `conversation_id` is written by older items only (the key has it)."""
 
-    conversation_id = UnicodeAttribute()
+    conversation_id = UnicodeAttribute(null=True)
     message_id = UnicodeAttribute()
     seq = NumberAttribute()
     role = UnicodeAttribute()
@@ -167,6 +174,8 @@ class Message(TableItem, discriminator="message"):
     deleted_at = UnicodeAttribute(null=True)
     #: API-22: what the client kept with an appended message, as given; never sent to a model.
     metadata = JSONAttribute(null=True)
+    #: The turn-log events written with this message, compact JSON (engine.turnlog_codec, store.turn_log).
+    log = UnicodeAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
@@ -176,7 +185,7 @@ class Message(TableItem, discriminator="message"):
     @classmethod
     def new(cls, owner: str, conversation_id: str, seq: int, **attributes: Any) -> Message:
         pk, sk = cls.key(owner, conversation_id, seq)
-        return cls(pk, sk, conversation_id=conversation_id, seq=seq, **attributes)
+        return cls(pk, sk, seq=seq, **attributes)
 
 
 class ConversationName(TableItem, discriminator="conversation_name"):

@@ -88,11 +88,18 @@ class MessageUsage:
         return cls(
             prompt_tokens=int(value.prompt_tokens or 0),
             completion_tokens=int(value.completion_tokens or 0),
-            total_tokens=int(value.total_tokens or 0),
+            total_tokens=_total(value),
         )
 
     def to_map(self) -> UsageMap:
         return usage_map(self.prompt_tokens, self.completion_tokens, self.total_tokens)
+
+
+def _total(value: UsageMap) -> int:
+    """The stored total, or prompt + completion where it was not stored (it equals their sum)."""
+    if value.total_tokens is None:
+        return int(value.prompt_tokens or 0) + int(value.completion_tokens or 0)
+    return int(value.total_tokens)
 
 
 def _int(value: Any) -> int | None:
@@ -133,6 +140,7 @@ class MessageRecord:
     parent_seq: int | None = None
     deleted_at: str | None = None
     metadata: Any = None
+    log: str | None = None
 
     @property
     def pk(self) -> str:
@@ -146,7 +154,7 @@ class MessageRecord:
     def of(cls, item: Message) -> MessageRecord:
         return cls(
             owner=_owner_of(item.pk),
-            conversation_id=item.conversation_id,
+            conversation_id=item.conversation_id or _conversation_of(item.pk),
             seq=int(item.seq),
             message_id=item.message_id,
             role=item.role,
@@ -174,6 +182,7 @@ class MessageRecord:
             parent_seq=_int(item.parent_seq),
             deleted_at=item.deleted_at,
             metadata=item.metadata,
+            log=item.log,
         )
 
     def to_item(self) -> Message:
@@ -216,6 +225,7 @@ class ConversationRecord:
     expires_at: datetime | None = None
     turn_count: int = 0
     open_turn: Any = None
+    log_from: int | None = None
     pinned: Any = None
     pinned_rev: int = 0
     active_leaf: int | None = None
@@ -266,6 +276,7 @@ class ConversationRecord:
             expires_at=item.expires_at,
             turn_count=int(item.turn_count or 0),
             open_turn=item.open_turn,
+            log_from=_int(item.log_from),
             pinned=item.pinned,
             pinned_rev=int(item.pinned_rev or 0),
             active_leaf=_int(item.active_leaf),
@@ -291,3 +302,10 @@ def _owner_of(pk: str) -> str:
     if found is None:
         raise ValueError(f"not a conversation partition key: {pk!r}")
     return found[0]
+
+
+def _conversation_of(pk: str) -> str:
+    found = parse_conversation_pk(pk)
+    if found is None:
+        raise ValueError(f"not a conversation partition key: {pk!r}")
+    return found[1]

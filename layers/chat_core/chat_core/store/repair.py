@@ -1,5 +1,6 @@
 """Closing a turn whose reply never came: an error reply written into the slot TransactWrite #1 reserved,
-together with the turn's closing events (seed 002), and the read that finds a turn's stored events."""
+carrying the turn's closing events (seed 002, store.turn_log), and the read that finds a turn's stored
+events."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from pynamodb.transactions import TransactWrite
 
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import StoreUnavailable
-from chat_core.store import base
+from chat_core.store import base, turn_log, turn_reads
 from chat_core.store.base import TableItem
+from chat_core.store.conversations import get_message
 from chat_core.store.items import Conversation, EventItem, Message
-from chat_core.store.keys import EVENT_SK_PREFIX, SESSION_END_SK
+from chat_core.store.keys import EVENT_SK_PREFIX, SESSION_END_SK, seq_in_message_id
 from chat_core.store.records import ConversationRecord, MessageRecord
 
 #: How far back (newest events first) a repair looks for the turn of an interrupted post. An abandoned
@@ -25,33 +27,10 @@ _PAGE_EVENTS: Final = 50
 _CONFLICT: Final = "ConditionalCheckFailed"
 
 
-def _log_event(item: EventItem) -> LogEvent:
-    """The stored event with its index in the turn (the last part of its sort key)."""
-    line = item.to_line()
-    return LogEvent(
-        type=line["type"],
-        ts=line["ts"],
-        turn=line["turn"],
-        step=line["step"],
-        content=line["content"],
-        role=line["role"],
-        meta=line["meta"],
-        index=int(item.sk.rsplit("#", 1)[1]),
-    )
-
-
-def read_turn_of(
-    conversation: ConversationRecord, message_id: str, *, max_events: int = MAX_SEARCH_EVENTS
-) -> list[LogEvent] | None:
-    """Every event of the turn that recorded the message `message_id` (its turn_start, or the step of a
-    tool result or client message), oldest first; None when none of the newest `max_events` names it.
-
-    One descending Query, read page by page only as far as that turn's first event.
-    """
-    base.bind()
-    found = False
-    current: int | None = None
-    events: list[EventItem] = []
+def _turn_in_items(conversation: ConversationRecord, message_id: str, max_events: int) -> int | None:
+    """The newest turn whose EventItems name `message_id`, among the newest `max_events` (events written
+    before messages carried them, and a regeneration's turn_start): one descending Query, read page by
+    page only as far as that turn."""
     try:
         for item in EventItem.query(
             conversation.pk,
@@ -61,21 +40,48 @@ def read_turn_of(
             limit=max_events,
             page_size=_PAGE_EVENTS,
         ):
-            if item.sk == SESSION_END_SK:
-                continue
-            turn = int(item.turn or 0)
-            if turn != current:
-                if found:
-                    break  # past the turn's first event
-                current, events = turn, []
-            events.append(item)
             meta = item.meta if isinstance(item.meta, Mapping) else {}
-            found = found or meta.get("messageId") == message_id
+            if item.sk != SESSION_END_SK and meta.get("messageId") == message_id:
+                return int(item.turn or 0)
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
+    return None
+
+
+def _turn_on_message(conversation: ConversationRecord, message_id: str) -> int | None:
+    """The newest turn the message `message_id` carries an event of that names it (GetItem by its seq)."""
+    seq = seq_in_message_id(message_id)
+    if conversation.log_from is None or seq is None or seq < conversation.log_from:
+        return None
+    message = get_message(conversation.owner, conversation.conversation_id, seq)
+    if message is None or message.message_id != message_id:
+        return None
+    turns = [e.turn or 0 for e in turn_log.carried(message) if e.meta.get("messageId") == message_id]
+    return max(turns, default=None)
+
+
+def read_turn_of(
+    conversation: ConversationRecord, message_id: str, *, max_events: int = MAX_SEARCH_EVENTS
+) -> list[LogEvent] | None:
+    """Every event of the newest turn that recorded the message `message_id` (its turn_start, or the step
+    of a tool result or client message), oldest first; None when no stored event names it (EventItems:
+    among the newest `max_events`).
+
+    The message itself (one GetItem) carries its turn's events; EventItems are searched too, since a
+    regeneration's turn_start names the message it answers again. Then that turn's events are read.
+    """
+    base.bind()
+    found = [
+        t
+        for t in (
+            _turn_on_message(conversation, message_id),
+            _turn_in_items(conversation, message_id, max_events),
+        )
+        if t is not None
+    ]
     if not found:
         return None
-    return [_log_event(item) for item in reversed(events)]
+    return turn_reads.turn_events(conversation, max(found)) or None
 
 
 def _close(
@@ -88,7 +94,10 @@ def _close(
     cause) in the order sent: the reply, the events, the conversation."""
     target = Conversation(conversation.pk, conversation.sk)
     condition = TableItem.pk.exists() & Conversation.deleted_at.does_not_exist()
-    actions: list[Any] = [Conversation.message_count.add(1)]
+    actions: list[Any] = [
+        Conversation.message_count.add(1),
+        Conversation.log_from.set(Conversation.log_from | int(reply.seq)),
+    ]
     if open_turn is not None:
         # Only the state this turn left: another turn's pending tool calls are never touched.
         condition = condition & (Conversation.open_turn == dict(open_turn))
@@ -127,8 +136,8 @@ def close_turn(
     If only `open_turn` changed meanwhile, the turn is closed and the newer state left alone.
     Raises StoreUnavailable when DynamoDB fails.
     """
-    items = [EventItem.new(conversation.owner, conversation.conversation_id, e) for e in events]
     item = reply.to_item()
+    items = turn_log.attach(conversation.owner, conversation.conversation_id, events, [reply], [item])
     reasons = _close(conversation, item, items, open_turn)
     if reasons is not None and open_turn is not None and reasons[-1] == _CONFLICT and not any(reasons[:-1]):
         reasons = _close(conversation, item, items, None)
