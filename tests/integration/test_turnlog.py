@@ -8,6 +8,7 @@ from typing import Any
 import botocore.client
 import pytest
 from chat_core.store import conversations as store
+from chat_core.store import turn_reads
 
 from tests.support import functions as api
 from tests.support.agent_api import full_log, turn_log
@@ -124,7 +125,9 @@ def test_seed002_session_start_on_create_and_session_end_on_delete(chat_service:
     # Then the route answers 404 like every route of a deleted conversation
     assert turn_log(conversation_id).status == 404
     # And the stored log ends with session_end (read from the store: it stays until the retention purge)
-    page = store.page_events("alice", conversation_id, 100, None)
+    stored_conversation = store.get_conversation("alice", conversation_id)
+    assert stored_conversation is not None
+    page = turn_reads.page_events(stored_conversation, 100, None)
     stored = page.items
     assert [line["type"] for line in stored][-1] == "session_end"
     assert stored[-1]["meta"]["reason"] == "deleted"

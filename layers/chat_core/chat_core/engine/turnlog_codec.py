@@ -142,7 +142,7 @@ def _unpack_tokens(value: Any) -> Any:
     return value
 
 
-def _calls(tool_calls: Any) -> list[dict[str, Any]]:
+def _calls(tool_calls: Any) -> list[Mapping[str, Any]]:
     return [call for call in tool_calls or [] if isinstance(call, Mapping)]
 
 

@@ -47,17 +47,13 @@ class UsageMap(MapAttribute[str, Any]):
 
     prompt_tokens = NumberAttribute(default=0)
     completion_tokens = NumberAttribute(default=0)
-    #: Absent when it is prompt + completion (readers derive it).
     total_tokens = NumberAttribute(null=True)
 
 
 def usage_map(prompt: int, completion: int, total: int) -> UsageMap:
-    """A usage map value for a message item (its total only when it is not prompt + completion)."""
-    return UsageMap(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=None if total == prompt + completion else total,
-    )
+    """A usage map value for a message item: its total is absent when it is prompt + completion."""
+    kept = None if total == prompt + completion else total
+    return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=kept)
 
 
 class Conversation(TableItem, discriminator="conversation"):
