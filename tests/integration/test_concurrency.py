@@ -15,6 +15,7 @@ from chat_core.http.statuses import post_status
 
 from tests.integration.conftest import TABLE
 from tests.support import functions as api
+from tests.support.agent_api import full_log
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -66,6 +67,13 @@ def test_concurrent_posts_lose_nothing_and_keep_turns_in_order(
     assert detail["usage"]["total_tokens"] == sum(
         m["usage"]["total_tokens"] for m in messages if m["role"] == "assistant"
     )
+    # And (COST-5) the turns' events rode on the messages, contended posts too: the only EventItem is
+    # session_start, and the log reads every turn whole, in turn order
+    assert [i["sk"]["S"] for i in items if i["sk"]["S"].startswith("EVT#")] == ["EVT#0000000000#0000"]
+    log = full_log(conversation_id)
+    whole = ["turn_start", "assistant", "final", "turn_end"]
+    assert [line["type"] for line in log] == ["session_start", *whole * (1 + POSTERS)]
+    assert [line["turn"] for line in log[1:]] == [t for t in range(1, 2 + POSTERS) for _ in whole]
 
 
 def test_concurrent_first_messages_make_separate_conversations(

@@ -25,6 +25,7 @@ from chat_core.store.conversations import (
     _committed,
     _event_puts,
     _Item,
+    _log_from,
     _open_turn_actions,
     _pending_sums,
     _reconcile,
@@ -156,17 +157,22 @@ def put_reserved(
     conversation was deleted meanwhile.
     """
     target = Conversation(conversation.pk, conversation.sk)
-    event_puts = _event_puts(conversation, events)
+    items = [m.to_item() for m in messages]
+    event_puts = _event_puts(conversation, events, messages, items)
     attempt = 0
     while True:
         reconciled, totals = _reconcile(reconcile)
-        actions = [Conversation.message_count.add(len(messages) + len(reconcile)), *totals[1:]]
+        actions = [
+            Conversation.message_count.add(len(messages) + len(reconcile)),
+            _log_from(messages[0].seq),
+            *totals[1:],
+        ]
         if drop_open_turn:
             actions.append(Conversation.open_turn.remove())  # an edit leaves a waiting turn behind
         elif reconcile:
             actions += _open_turn_actions(open_turn)
         core: list[_Item] = [
-            *(("put", m.to_item(), _NEW, None) for m in messages),
+            *(("put", item, _NEW, None) for item in items),
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
             *(("put", link, None, None) for link in link_items(conversation, links)),
