@@ -79,3 +79,15 @@ def test_evt1_tool_calls_and_odd_events_decode_back_exactly() -> None:
     # Then every one comes back exactly
     assert _lines(turnlog_codec.decode(entries, carrier)) == _lines(everything)
     assert [e.type for e in events] == ["assistant", "action", "action"]
+
+
+def test_evt1_a_message_whose_fields_imply_nothing_usable_keeps_its_events_whole() -> None:
+    """EVT-1: tool calls of an unexpected shape on the message: the entries are stored whole."""
+    # Given a carrier whose tool calls are not the shape actions are derived from
+    carrier = replace(REPLY, tool_calls=[{"id": "call_1", "function": "not a mapping"}])
+    events = _reply_events()
+    action = LogEvent(type="action", ts=events[0].ts, turn=7, step=0, meta={"tool": "x"}, index=2)
+    # When encoded and decoded
+    entries = turnlog_codec.encode([events[0], action], carrier)
+    # Then they come back exactly
+    assert _lines(turnlog_codec.decode(entries, carrier)) == _lines([events[0], action])

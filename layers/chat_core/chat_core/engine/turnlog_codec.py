@@ -311,8 +311,12 @@ def encode(events: Sequence[LogEvent], carrier: Carrier) -> list[dict[str, Any]]
     entries: list[dict[str, Any]] = []
     done: list[LogEvent] = []
     for event in sorted(events, key=lambda e: (e.turn or 0, e.index)):
-        entry = _entry(event, carrier, done)
-        if _line(_decode_one(entry, carrier, done)) != _line(event):
+        try:
+            entry = _entry(event, carrier, done)
+            exact = _line(_decode_one(entry, carrier, done)) == _line(event)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError):
+            exact = False  # a message whose fields imply nothing usable: the entry is kept whole
+        if not exact:
             entry = {"f": [event.index, event.to_line("")]}
         entries.append(entry)
         done.append(event)
