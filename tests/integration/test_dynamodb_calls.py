@@ -9,6 +9,7 @@ import botocore.session
 import pytest
 
 from tests.support import functions as api
+from tests.support.agent_api import turn_log
 from tests.support.runtime import renew
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
@@ -95,3 +96,28 @@ def test_a_process_opens_one_dynamodb_client_for_every_kind_of_item(
     assert api.listing().status == 200
     # Then one DynamoDB client served every item and transaction
     assert created.count("dynamodb") == 1
+
+
+def test_a_page_of_the_turn_log_reads_what_it_returns(chat_service: None, dynamo_calls: Counter[str]) -> None:
+    """COST-5 / API-8: a page of GET /events is one GetItem and two Queries (event items, then the
+    messages that carry events from the cursor on) at any length; `?turn=n` finds its turn's first
+    message by a binary search of small Queries, never a read of the whole conversation."""
+    # Given a conversation of 60 messages (30 turns, their events on the messages)
+    conversation_id = _conversation_with(60)
+    # When a page of 10 events is read, first and then following its cursor
+    dynamo_calls.clear()
+    first = turn_log(conversation_id, limit="10")
+    assert first.status == 200
+    assert len(first.lines) == 10
+    assert first.next_cursor
+    at_first = Counter(dynamo_calls)
+    dynamo_calls.clear()
+    assert len(turn_log(conversation_id, limit="10", cursor=first.next_cursor).lines) == 10
+    at_next = Counter(dynamo_calls)
+    # Then each page made one GetItem and two Queries
+    assert at_first == at_next == Counter({"GetItem": 1, "Query": 2})
+    # And one turn's events take about log2(60) small Queries more, not one per message
+    dynamo_calls.clear()
+    turn = turn_log(conversation_id, turn="17")
+    assert [line["type"] for line in turn.lines] == ["turn_start", "assistant", "final", "turn_end"]
+    assert dynamo_calls["Query"] <= 2 + 7
