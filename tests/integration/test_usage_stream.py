@@ -144,3 +144,20 @@ def test_records_that_are_not_priced_replies_add_nothing(
     _deliver(records, "shardId-1")
     assert _day() == _replies(conversations)
     assert _day()["calls"] == 2
+
+
+def test_a_new_stream_whose_numbers_start_afresh_still_counts(stream: TableStream) -> None:
+    """COST-3: a table's stream turned off and on again (or the local server started again on its data)
+    is a new stream whose shard may have the same id and whose sequence numbers start low again: its
+    records count, they are not taken for records already added."""
+    conversations, records = _posted(stream, 2)
+    _deliver(records[:1], "shardId-1")
+    # When the second reply comes from a new stream: another label, a lower sequence number, same shard id
+    renewed = dict(records[1])
+    renewed["eventSourceARN"] = records[1]["eventSourceARN"].rsplit("/stream/", 1)[0] + "/stream/2099-01-01"
+    renewed["dynamodb"] = {**records[1]["dynamodb"], "SequenceNumber": "1"}
+    _deliver([renewed], "shardId-1")
+    # Then both replies are counted, once
+    _deliver([renewed], "shardId-1")
+    assert _day() == _replies(conversations)
+    assert _day()["calls"] == 2

@@ -40,6 +40,15 @@ def priced(record: Mapping[str, Any]) -> tuple[str, str, str, str, Charge] | Non
     return message.owner, ledger.reply_day(message), charge.model, number, charge
 
 
+def _shard_of(records: Sequence[Mapping[str, Any]], shard: str | None) -> str:
+    """The watermark's name: the stream's label (the end of its ARN) and the shard. A table whose stream
+    is turned off and on again gets a new stream, whose sequence numbers start afresh; so does the
+    local server's embedded table at each start, whose one shard always has the same id."""
+    arn = next((str(r.get("eventSourceARN")) for r in records if r.get("eventSourceARN")), "")
+    label = arn.rsplit("/stream/", 1)[1] if "/stream/" in arn else ""
+    return f"{label}|{shard or NO_SHARD}"
+
+
 def record_usage(records: Sequence[Mapping[str, Any]], shard: str | None) -> int:
     """Add the priced messages of one stream batch to their owners' days; returns how many were added
     (records delivered before and already counted add nothing). StoreUnavailable propagates: the
@@ -52,8 +61,9 @@ def record_usage(records: Sequence[Mapping[str, Any]], shard: str | None) -> int
             groups.setdefault((owner, day, model), []).append((number, charge))
     now = time.time()
     added = 0
+    position = _shard_of(records, shard)
     for (owner, day, model), charges in groups.items():
-        added += ledger.add_streamed(owner, day, model, charges, shard or NO_SHARD, now)
+        added += ledger.add_streamed(owner, day, model, charges, position, now)
     if groups:
         metrics.add_metric(name="UsageRecorded", unit=MetricUnit.Count, value=added)
         logger.info("usage recorded from the stream", records=len(records), days=len(groups), added=added)
