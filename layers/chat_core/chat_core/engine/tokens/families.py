@@ -4,10 +4,10 @@ Every family below is byte-level BPE with a regex pre-tokenizer, so tiktoken rep
 from the family's ranks and pattern (tests/unit/test_tokens_families.py checks the ids against the
 reference `tokenizers` library on mixed corpora). The files ship in the layer beside the OpenAI ones;
 encodings/SOURCES.json names the package, version and SHA-256 each was taken from, and
-scripts/build_tokenizers.py rebuilds them.
+scripts/build_tokenizers.py rebuilds them (as `<name>.ranks`: the same ranks, packed to load fast).
 
-- llama3: Meta's own `tokenizer.model` (already a tiktoken file), Llama 3, 3.1, 3.2 and 3.3.
-- llama4: Meta's own `tokenizer.model`, Llama 4 (o200k's pattern, 200k ranks).
+- llama3: Meta's own `tokenizer.model` (a tiktoken file), Llama 3, 3.1, 3.2 and 3.3.
+- llama4: Meta's own `tokenizer.model` (a tiktoken file), Llama 4 (o200k's pattern, 200k ranks).
 - qwen2: the Qwen2 / Qwen2.5 / Qwen3 / QwQ vocabulary; its tokenizer NFC-normalises first.
 - deepseek_v3: DeepSeek V3, V3.1, V3.2 and R1. Its tokenizer.json splits in three steps (digit groups,
   then CJK runs, then a GPT-style regex inside what is left); `DEEPSEEK_V3_PATTERN` is those three
@@ -89,28 +89,28 @@ class FamilySpec:
 
 FAMILY_SPECS: Final[dict[str, FamilySpec]] = {
     "llama3": FamilySpec(
-        sha256="82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55",
+        sha256="113e1977eadec4e453ed7ead82f9caac63579602474daa2469f7d6f44ea4f669",
         pat_str=_LLAMA3_PATTERN,
         licence="Llama 3.x Community License (Meta); see encodings/licenses/",
     ),
     "llama4": FamilySpec(
-        sha256="d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed",
+        sha256="c2e31cc7e88a9dc74b7ef77ea3db5ccfa0260ed662a4b29e7c73c64cc0a4b9c8",
         pat_str=_O200K_STYLE,
         licence="Llama 4 Community License (Meta); see encodings/licenses/",
     ),
     "qwen2": FamilySpec(
-        sha256="b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
+        sha256="724f133edc644bb5aec04b932abf03cffd3377b9c65d2df44f354afe5a57c9b4",
         pat_str=_QWEN2_PATTERN,
         normalize="NFC",
         licence="Apache-2.0 (Qwen2.5 / Qwen3)",
     ),
     "deepseek_v3": FamilySpec(
-        sha256="ea361439831165203088c236a65f20163f58a68d735b51593dfe1068a23920b2",
+        sha256="80056d15736a4cf5720ae7a0409eba33041119c1ddb5b0ec07c0daf2454cca2c",
         pat_str=DEEPSEEK_V3_PATTERN,
         licence="MIT (DeepSeek-R1) / DeepSeek model licence (V3)",
     ),
     "mistral_tekken": FamilySpec(
-        sha256="64a081edb3cbb8639a4eea9a7135ab9a0467c50676c672b217ba655f4d50e127",
+        sha256="f12ae1ab49540b12820078b1cdba52bfaa252b6050823006bff2fba5b90e8e6f",
         pat_str=_TEKKEN_PATTERN,
         licence="Apache-2.0 (mistral-common)",
     ),
