@@ -1,4 +1,4 @@
-"""Exact counts for the open model families (issue 33): the shipped tokenizers against their references.
+"""TOK-9, issue 33: exact counts for the open model families, the shipped tokenizers against references.
 
 tests/data/tokens/families.json holds what the reference implementations answer (scripts/
 family_reference.py: the HF `tokenizers` library on each family's tokenizer.json, the family's chat
