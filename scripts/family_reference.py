@@ -14,6 +14,7 @@ with the pattern read from the reference package (llama_models' tokenizer.py, te
 
     python scripts/build_tokenizers.py --reference /tmp/family-ref
     python scripts/family_reference.py /tmp/family-ref       # needs `tokenizers` (requirements-dev.txt)
+                                                             # and mistral-common (see _mistral_v3_counts)
 """
 
 from __future__ import annotations
@@ -269,10 +270,29 @@ def main(reference: Path) -> int:
             if family == "qwen2"
             else None,
         }
+    chat["mistral_tekken_v3"] = _mistral_v3_counts()
     out["chat"] = chat
     OUT.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
     return 0
+
+
+def _mistral_v3_counts() -> list[int]:
+    """Prompt lengths by mistral-common's own tekken v3 chat format (Mistral NeMo's): its reference.
+
+    mistral-common (PyPI, the pinned version above) needs numpy and pillow: install it apart, e.g.
+    `pip install --target /tmp/mc mistral-common==1.13.1` and PYTHONPATH=/tmp/mc.
+    """
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    tokenizer = MistralTokenizer.v3(is_tekken=True)
+    counts = []
+    for conversation in CONVERSATIONS:
+        messages = [{k: v for k, v in m.items() if k != "name"} for m in conversation["messages"]]
+        request = ChatCompletionRequest(messages=messages)  # type: ignore[arg-type]
+        counts.append(len(tokenizer.encode_chat_completion(request).tokens))
+    return counts
 
 
 def _wheel(package: str, version: str) -> Path:

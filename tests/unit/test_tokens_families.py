@@ -73,6 +73,17 @@ def test_chat_format_counts_equal_the_family_template(family: str) -> None:
     assert counts == chat[family]["prompt_tokens"]
 
 
+def test_tekken_chat_format_against_mistral_commons_v3_format() -> None:
+    # mistral-common's own chat format for tekken v3 (Mistral NeMo) folds the system prompt into the
+    # last user turn; the count here gives it its own [SYSTEM_PROMPT] turn, as the later tekken
+    # formats do: 2 tokens more per system message, the same otherwise.
+    chat = REFERENCE["chat"]
+    for conversation, reference in zip(chat["conversations"], chat["mistral_tekken_v3"], strict=True):
+        systems = sum(1 for m in conversation["messages"] if m["role"] == "system")
+        ours = tokens.count_chat_tokens(conversation["messages"], encoding="mistral_tekken")
+        assert ours == reference + 2 * systems
+
+
 def test_qwen_tool_calls_results_and_definitions_equal_its_template() -> None:
     chat = REFERENCE["chat"]
     counts = [tokens.count_chat_tokens(c["messages"], encoding="qwen2") for c in chat["tool_conversations"]]
