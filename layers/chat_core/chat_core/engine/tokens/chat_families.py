@@ -29,8 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from chat_core.errors import InvalidInput
 
@@ -118,10 +117,10 @@ def _role(message: Mapping[str, Any]) -> str:
 
 
 # Qwen3's special tokens that its template writes (each one token, and a boundary between text runs).
-_QWEN_SPECIALS: Final = re.compile(r"(<\|im_start\|>|<\|im_end\|>|</?tool_call>|</?tool_response>|</?think>)")
+_QWEN_SPECIALS: Final = r"(<\|im_start\|>|<\|im_end\|>|</?tool_call>|</?tool_response>|</?think>)"
 
 
-def _template_count(pieces: Sequence[tuple[str, bool]], specials: re.Pattern[str], text: TextCounter) -> int:
+def _template_count(pieces: Sequence[tuple[str, bool]], specials: str, text: TextCounter) -> int:
     """Tokens of a rendered turn: pieces are (text, written by the template); in the template's own
     text the special tokens count one each and cut the text runs, which are encoded one by one."""
     runs = [""]
@@ -130,7 +129,7 @@ def _template_count(pieces: Sequence[tuple[str, bool]], specials: re.Pattern[str
         if not literal:
             runs[-1] += piece
             continue
-        for index, part in enumerate(specials.split(piece)):
+        for index, part in enumerate(re.split(specials, piece)):  # re caches the compiled pattern
             if index % 2:
                 count += 1
                 runs.append("")
@@ -239,8 +238,7 @@ def json_or_text(arguments: str) -> Any:
         return arguments
 
 
-@dataclass(frozen=True)
-class FamilyChatFormat:
+class FamilyChatFormat(NamedTuple):
     """One family's chat template, as counts."""
 
     name: str

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from chat_core.engine.tokens.families import (
     FAMILY_SPECS,
@@ -249,8 +249,7 @@ def encoding_for_model(model: str | None) -> str:
     return tokenizer_for_model(model).encoding
 
 
-@dataclass(frozen=True)
-class ModelTokenizer:
+class ModelTokenizer(NamedTuple):
     """How `model`'s tokens are counted: the encoding used, and whether it is the model's own."""
 
     encoding: str

@@ -18,10 +18,11 @@ scripts/build_tokenizers.py rebuilds them (as `<name>.ranks`: the same ranks, pa
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Final
+from types import MappingProxyType
+from typing import Final, NamedTuple
 
 # ------------------------------------------------------------------------------------- the patterns
 
@@ -74,15 +75,14 @@ DEEPSEEK_V3_PATTERN: Final = "|".join(
 )
 
 
-@dataclass(frozen=True)
-class FamilySpec:
+class FamilySpec(NamedTuple):
     """One shipped family tokenizer: its file's SHA-256, pattern, and what the reference does first."""
 
     sha256: str
     pat_str: str
     #: Unicode normalisation the family's tokenizer applies before splitting ("NFC"), if any.
     normalize: str | None = None
-    special_tokens: Mapping[str, int] = field(default_factory=dict)
+    special_tokens: Mapping[str, int] = MappingProxyType({})
     #: Who publishes the tokenizer and under which licence (the files' notices are in encodings/).
     licence: str = ""
 
@@ -126,8 +126,7 @@ NOT_SHIPPED: Final = frozenset({"mistral_sentencepiece", "deepseek_v4", "claude"
 MODEL_MAP_AS_OF: Final = "2025-09-30"
 
 
-@dataclass(frozen=True)
-class ModelFamily:
+class ModelFamily(NamedTuple):
     """What a model name resolves to: a shipped tokenizer or a named one we do not ship."""
 
     tokenizer: str
@@ -135,9 +134,10 @@ class ModelFamily:
     meaning: str
 
 
-# First match wins on the normalised name (lower case, provider path and ":tag" dropped).
-_FAMILY_RULES: Final[tuple[tuple[re.Pattern[str], ModelFamily], ...]] = tuple(
-    (re.compile(pattern), family)
+# First match wins on the normalised name (lower case, provider path and ":tag" dropped). Compiled on
+# first use (`_rules`): a process that never maps a model name does not pay for it.
+_FAMILY_RULES: Final[tuple[tuple[str, ModelFamily], ...]] = tuple(
+    (pattern, family)
     for pattern, family in (
         (r"deepseek-chat$", ModelFamily("deepseek_v3", "DeepSeek-V3.2-Exp, non-thinking mode (API alias)")),
         (r"deepseek-reasoner$", ModelFamily("deepseek_v3", "DeepSeek-V3.2-Exp, thinking mode (API alias)")),
@@ -179,10 +179,15 @@ def family_for_model(model: str | None) -> ModelFamily | None:
     if not model or not isinstance(model, str):
         return None
     name = normalise_model(model)
-    for pattern, family in _FAMILY_RULES:
+    for pattern, family in _rules():
         if pattern.match(name):
             return family
     return None
+
+
+@functools.cache
+def _rules() -> tuple[tuple[re.Pattern[str], ModelFamily], ...]:
+    return tuple((re.compile(pattern), family) for pattern, family in _FAMILY_RULES)
 
 
 def configured_tokenizer(model: str, overrides: Iterable[tuple[str, str]]) -> str | None:
