@@ -13,10 +13,13 @@ and tokenized by the reference library; scripts/family_reference.py makes that d
   the count is Qwen3's.)
 - llama3 / llama4: `<|start_header_id|>{role}<|end_header_id|>\\n\\n{content|trim}<|eot_id|>`, one
   `<|begin_of_text|>`, reply primed by the assistant header (Llama 4 names its tokens differently,
-  same count).
+  same count). The published template trims the content; Meta's own llama_models encoder does not,
+  so the two differ only for content with leading or trailing whitespace.
 - deepseek_v3: `<｜begin▁of▁sentence｜>{system}`, `<｜User｜>{content}`,
   `<｜Assistant｜>{content}<｜end▁of▁sentence｜>`, reply primed by `<｜Assistant｜>`.
-- mistral_tekken: `<s>[INST]{content}[/INST]{reply}</s>` (system prompt in `[SYSTEM_PROMPT]`).
+- mistral_tekken: `<s>[INST]{content}[/INST]{reply}</s>` (system prompt in `[SYSTEM_PROMPT]`, as the
+  later tekken formats have it; mistral-common's v3 format, Mistral NeMo's, folds it into the last
+  user turn instead: 2 tokens fewer per system message).
 
 A `name` field is not rendered by any of these templates, so it costs nothing. Tool calls, tool
 results and tool definitions follow each template where it renders them; where a family's template
