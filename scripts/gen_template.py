@@ -129,6 +129,8 @@ def _events(function: Function) -> list[str]:
         ]
         if stream.batching_window:
             lines.append(f"            MaximumBatchingWindowInSeconds: {stream.batching_window}")
+        if stream.tumbling_window:
+            lines.append(f"            TumblingWindowInSeconds: {stream.tumbling_window}")
         lines += [
             "            BisectBatchOnFunctionError: true",
             f"            MaximumRetryAttempts: {stream.retries}",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from chat_core.chat import rate_limit
 from chat_core.http import openai
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.sink import StreamSink
@@ -20,7 +19,6 @@ sink = StreamSink()
 def chat_completions(body: openai.ChatCompletionIn) -> Response[Any]:
     emit = sink.emit if body.stream else None
     owner = caller(app)
-    rate_limit.check(owner)  # OPS-4: before anything is written or the model asked
     answer = openai.chat_completion(
         owner,
         body,

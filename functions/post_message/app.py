@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from chat_core.chat import post, rate_limit
+from chat_core.chat import post
 from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import PostMessageIn
@@ -23,7 +23,6 @@ def post_message(body: PostMessageIn) -> Response[Any]:
     accept = app.current_event.headers.get("accept") or ""
     emit = sink.emit if "text/event-stream" in accept else None
     owner = caller(app)
-    rate_limit.check(owner)  # OPS-4: before anything is written or the model asked
     outcome = post.post_message(
         owner,
         commands.post_command(body),

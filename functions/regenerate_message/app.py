@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from chat_core.chat import branches, rate_limit
+from chat_core.chat import branches
 from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import RegenerateIn
@@ -19,7 +19,6 @@ app = build_app()
 @app.post("/conversations/<conversation_id>/messages/<message_id>/regenerate")
 def regenerate_message(conversation_id: str, message_id: str, body: RegenerateIn) -> Response[Any]:
     owner = caller(app)
-    rate_limit.check(owner)  # OPS-4: before anything is written or the model asked
     outcome = branches.regenerate_message(
         owner,
         conversation_id,

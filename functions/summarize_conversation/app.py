@@ -1,8 +1,12 @@
-"""Table stream -> summary compression (seed 001): keeps each long conversation's running summary current.
+"""Table stream -> the owners' usage of the day (COST-3) and summary compression (seed 001).
 
-The event source mapping sends only INSERTs of assistant messages (one record per turn). A batch in which
-a summary failed raises, so Lambda retries it (bisecting, bounded retries, then the on-failure queue);
-the stored summary stays as it was meanwhile and the posts never wait for any of this. Invoked directly
+The event source mapping sends only INSERTs of assistant messages (one record per turn). Their prices are
+first added to their owners' day items (each exactly once: `chat.usage_stream`), then each long
+conversation's running summary is brought up to date. A batch in which either failed raises, so Lambda
+retries it (bisecting, bounded retries, then the on-failure queue); usage already added is not added
+again, the stored summary stays as it was meanwhile, and the posts never wait for any of this. The
+mapping's tumbling window is there for the `shardId` Lambda then puts in each event (the usage's
+watermarks are per shard); every answer carries the `state` such a mapping requires. Invoked directly
 with `{"owner": "...", "conversation_id": "..."}` it brings that one conversation's summary up to date.
 """
 
@@ -11,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import summaries
+from chat_core.chat import summaries, usage_stream
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
 
@@ -20,7 +24,8 @@ from chat_core.observability import entry
 @entry(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
-        return summaries.process_stream(event["Records"], context=context)
+        usage_stream.record_usage(event["Records"], event.get("shardId"))
+        return {**summaries.process_stream(event["Records"], context=context), "state": {}}
     owner, conversation_id = owner_and_conversation(event)
     outcome = summaries.summarize_conversation(owner, conversation_id, context=context)
     return outcome.to_dict()

@@ -31,7 +31,9 @@ class PromptCounter:
 
         self._tokens = tokens
         choice = (tokenizer_model or model or "").strip() or None
-        if choice is not None and (choice in SHIPPED_ENCODINGS or choice.endswith("_base")):
+        if choice is not None and (
+            choice in SHIPPED_ENCODINGS or choice in tokens.SHIPPED_ENCODINGS or choice.endswith("_base")
+        ):
             self.encoding = choice
         else:
             self.encoding = tokens.encoding_for_model(choice)

@@ -113,6 +113,10 @@ def lambda_record(
     return record
 
 
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass
 class StreamStats:
     batches: int = 0
@@ -120,6 +124,9 @@ class StreamStats:
     filtered_out: int = 0
     failures: int = 0
     dropped: int = 0
+    #: Wall-clock start of the newest poll that found nothing new: every record written before it has
+    #: been delivered (and its invocation finished). Tests wait on it instead of sleeping.
+    caught_up_at: float = 0.0
 
 
 class IteratorRegistry:
@@ -233,6 +240,7 @@ class StreamPoller:
     def poll_once(self) -> int:
         """Read each shard once and deliver what arrived. Returns the number of records read."""
         read = 0
+        started = time.time()
         for shard_id, iterator in list(self._iterators.items()):
             if iterator is None:
                 continue
@@ -259,17 +267,19 @@ class StreamPoller:
             self.stats.filtered_out += len(records) - len(kept)
             size = max(1, self.subscription.batch_size)
             for start in range(0, len(kept), size):
-                self._deliver(kept[start : start + size])
+                self._deliver(kept[start : start + size], shard_id)
+        if not read:
+            self.stats.caught_up_at = started
         return read
 
-    def _deliver(self, batch: list[dict[str, Any]]) -> None:
+    def _deliver(self, batch: list[dict[str, Any]], shard_id: str = "") -> None:
         """Invoke until the batch is processed or retries are exhausted (then the records are dropped)."""
         pending = [batch]
         while pending:
             current = pending.pop(0)
             attempts = 0
             while current:
-                status, remaining = self._invoke(current)
+                status, remaining = self._invoke(current, shard_id)
                 if status == "ok":
                     break
                 attempts += 1
@@ -324,10 +334,28 @@ class StreamPoller:
             },
         }
 
-    def _invoke(self, batch: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    def _event(self, batch: list[dict[str, Any]], shard_id: str) -> dict[str, Any]:
+        """The invocation's event: the records and, under a tumbling window, what Lambda adds to it
+        (the shard, the window, the state the previous answer returned; one window per batch here)."""
+        event: dict[str, Any] = {"Records": batch}
+        window = self.subscription.tumbling_window_s
+        if window:
+            now = int(time.time())
+            start = now - now % window
+            event.update(
+                window={"start": _iso(start), "end": _iso(start + window)},
+                state={},
+                shardId=shard_id,
+                eventSourceARN=self.stream_arn,
+                isFinalInvokeForWindow=False,
+                isWindowTerminatedEarly=False,
+            )
+        return event
+
+    def _invoke(self, batch: list[dict[str, Any]], shard_id: str = "") -> tuple[str, list[dict[str, Any]]]:
         """Returns ("ok", []) or ("error"|"partial", records still to process)."""
         try:
-            invocation = self.runtime.invoke({"Records": batch})
+            invocation = self.runtime.invoke(self._event(batch, shard_id))
         except (HandlerUnavailable, Throttled) as exc:
             log.error("%s: %s", self.subscription.name, exc)
             self._report(len(batch), "error", 0.0)
@@ -345,6 +373,11 @@ class StreamPoller:
             return "error", batch
         failures = []
         result = invocation.result
+        if self.subscription.tumbling_window_s and not (isinstance(result, Mapping) and "state" in result):
+            # Lambda counts an answer without `state` under a tumbling window as a failed invocation.
+            log.error("%s: the answer has no `state` (tumbling window)", self.subscription.name)
+            self._report(len(batch), "error", invocation.duration_ms)
+            return "error", batch
         if self.subscription.report_batch_item_failures and isinstance(result, Mapping):
             failures = [f.get("itemIdentifier") for f in result.get("batchItemFailures") or []]
         if not failures:

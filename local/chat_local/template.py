@@ -124,6 +124,8 @@ class StreamSubscription:
     report_batch_item_failures: bool
     enabled: bool
     on_failure_queue: str | None = None  # logical id of the DestinationConfig.OnFailure SQS queue
+    #: TumblingWindowInSeconds: each event then names its shard and carries the window's state.
+    tumbling_window_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -523,6 +525,7 @@ def load_template(
                             )
                         )
                         or None,
+                        tumbling_window_s=_as_int(eprops.get("TumblingWindowInSeconds"), 0) or None,
                     )
                 )
             elif etype == "SQS":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -280,11 +281,17 @@ def test_repl_shows_each_turns_cost_and_todays_usage(spawn: object, model: OpenA
     # Then the cost is those tokens at gpt-4o-mini's prices ($0.15 in, $0.60 out per 1M)
     exact = Decimal(prompt) * Decimal("0.15") + Decimal(completion) * Decimal("0.6")
     assert Decimal(dollars) * 1_000_000 == int(exact + Decimal("0.5"))
-    # And /usage shows today's calls, tokens and cost for that model
-    child.sendline("/usage")
-    child.expect(r"usage of gus on \d{4}-\d{2}-\d{2} \(UTC\):")
-    child.expect(rf"gpt-4o-mini: 1 calls, {int(prompt) + int(completion)} tokens .*\${re.escape(dollars)}")
-    child.expect("you> ")
+    # And /usage shows today's calls, tokens and cost for that model, once the table's stream has
+    # counted the turn (COST-3: usually within a second; asked again until then)
+    counted = rf"gpt-4o-mini: 1 calls, {int(prompt) + int(completion)} tokens .*\${re.escape(dollars)}"
+    deadline = time.monotonic() + 30
+    while True:
+        child.sendline("/usage")
+        child.expect(r"usage of gus on \d{4}-\d{2}-\d{2} \(UTC\):")
+        if child.expect([counted, "you> "]) == 0:
+            child.expect("you> ")
+            break
+        assert time.monotonic() < deadline, "the turn never showed in /usage"
     child.sendline("/exit")
     child.expect(pexpect.EOF)
     # And on a model nobody priced (the server's standin-model) the cost is unknown, never $0

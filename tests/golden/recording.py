@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.local_server import settle_streams
+
 ADMIN_GROUP = "admins"
 ALICE = "alice"
 BOB = "bob"
@@ -71,9 +73,13 @@ class Recorder:
         headers: dict[str, str] | None = None,
         stream: bool = False,
         racy: tuple[str, ...] = (),
+        settled: bool = False,
     ) -> httpx.Response:
         """Send one request and record its answer; `racy` names body keys whose value races with a
-        background worker (recorded as `<racy>:<type>`)."""
+        background worker (recorded as `<racy>:<type>`); `settled` first waits until the table's stream
+        has delivered what was written (a read of the usage the stream adds, COST-3)."""
+        if settled:
+            settle_streams(self.url)
         url = route
         for name, value in (path or {}).items():
             url = url.replace("{" + name + "}", value).replace("{" + name + "+}", value)

@@ -375,7 +375,7 @@ def openai(rec: Recorder, standin: OpenAIStandin) -> None:
 
 def usage(rec: Recorder) -> None:
     rec.family = "usage"
-    rec.call("GET", "/usage", "the caller's usage this day and month")
+    rec.call("GET", "/usage", "the caller's usage this day and month", settled=True)
     rec.call("GET", "/usage", "422: a date that is not one", params={"from": "yesterday"})
     rec.call("GET", "/usage", "403: another user's, not an administrator", params={"user": BOB})
     rec.call(
@@ -412,7 +412,14 @@ def usage(rec: Recorder) -> None:
         json_body={"daily_tokens": -1},
     )
     rec.call("POST", "/messages", "the limited user's first post", user=CAROL, json_body={"content": "One"})
-    rec.call("POST", "/messages", "429: over the daily limit", user=CAROL, json_body={"content": "Two"})
+    rec.call(
+        "POST",
+        "/messages",
+        "429: over the daily limit",
+        user=CAROL,
+        json_body={"content": "Two"},
+        settled=True,
+    )
     rec.call(
         "POST",
         "/v1/chat/completions",
@@ -420,4 +427,4 @@ def usage(rec: Recorder) -> None:
         user=CAROL,
         json_body={"model": "standin-model", "messages": [{"role": "user", "content": "Three"}]},
     )
-    rec.call("GET", "/usage", "the limited user's usage and budget", user=CAROL)
+    rec.call("GET", "/usage", "the limited user's usage and budget", user=CAROL, settled=True)

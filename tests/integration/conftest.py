@@ -16,6 +16,7 @@ from moto.core.botocore_stubber import BotocoreStubber
 from tests.support.openai_standin import OpenAIStandin
 from tests.support.runtime import drop, renew
 from tests.support.table import create_table
+from tests.support.usage_feed import UsageFeed
 
 TABLE = "chat-history-it"
 
@@ -37,12 +38,14 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
 
 @pytest.fixture
 def chat_service(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """An empty table (from template.yaml) in moto; the built-in offline model answers."""
+    """An empty table (from template.yaml) in moto; the built-in offline model answers; the table's
+    stream adds priced replies to the owners' usage before each read of it (`usage_feed`)."""
     _fresh(monkeypatch)
     moto_fidelity.install()
     moto_fidelity.reset()
     with mock_aws():
         create_table(TABLE)
+        UsageFeed(TABLE).install(monkeypatch)
         yield
     drop()
 

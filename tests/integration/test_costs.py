@@ -20,6 +20,7 @@ from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 
 from tests.support import functions as api
+from tests.support import usage_feed
 from tests.support.openai_standin import OpenAIStandin
 from tests.support.runtime import renew
 
@@ -111,6 +112,7 @@ def test_a_model_without_a_price_costs_unknown(standin_llm: OpenAIStandin) -> No
 
 
 def _day_items(user: str) -> list[dict[str, Any]]:
+    usage_feed.deliver()  # the stream has delivered what was stored (COST-3)
     items = boto3.client("dynamodb", region_name="us-east-1").query(
         TableName="chat-history-it",
         KeyConditionExpression="pk = :pk",
@@ -391,6 +393,7 @@ def test_without_budgets_a_post_reads_nothing_more_and_with_budgets_one_query(
     assert api.post("next", conversation_id).status == 201
     without = Counter(dynamo_calls)
     _env(monkeypatch, BUDGET_DAILY_USD="10")
+    usage_feed.deliver()  # the stream consumer's calls are not the post's (COST-3)
     dynamo_calls.clear()
     assert api.post("next", conversation_id).status == 201
     # Then the calls are as stated

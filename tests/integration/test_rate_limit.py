@@ -115,6 +115,25 @@ def test_every_model_calling_route_counts_and_is_refused(limited: OpenAIStandin)
     assert len(limited.completion_requests) == asked
 
 
+def test_a_retry_answered_from_its_idempotency_key_is_not_counted(limited: OpenAIStandin) -> None:
+    """OPS-4: a client retrying with the same Idempotency-Key gets the first answer, and the retry does not
+    use up the limit (only the post that ran counts); a new request after the limit is still refused."""
+    first = api.post("one", idempotency_key="k-1")
+    conversation_id = first.body["conversation_id"]
+    # When the same request is retried five times (a client whose connection kept dropping)
+    for _ in range(5):
+        again = api.post("one", idempotency_key="k-1")
+        # Then each retry answers the first turn, not 429
+        assert again.status == 201, again.body
+        assert again.body["assistant_message"]["message_id"] == first.body["assistant_message"]["message_id"]
+    counted = [i for i in _items() if i["pk"]["S"].endswith("#RATE")]
+    assert [int(i["n"]["N"]) for i in counted] == [1]
+    # And two more posts fill the limit; the next is refused
+    assert api.post("two", conversation_id).status == 201
+    assert api.post("three", conversation_id).status == 201
+    _assert_refused(api.post("four", conversation_id))
+
+
 def test_another_user_and_other_routes_are_not_limited(limited: OpenAIStandin) -> None:
     """OPS-4: one user's count limits no one else, and routes that do not call the model are not counted."""
     conversation_id = api.post("one").body["conversation_id"]

@@ -44,7 +44,11 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
         content="late answer",
         created_at="2025-01-01T00:00:01.000000Z",
         tokens=4,
-        usage=MessageUsage(1, 2, 3),
+        model="gpt-4o",
+        usage=MessageUsage(1000, 100, 1100),
+        usage_reported=True,
+        cost_micros=3500,
+        cost_status="reported",
     )
     charge = Charge("gpt-4o", TokenUse(prompt=1000, completion=100), 3500, "reported")
     outcome = store.record_reply(
@@ -55,7 +59,7 @@ def test_reply_arriving_after_delete_is_kept_but_does_not_relist(chat_service: N
     assert store.read_turn("alice", conversation_id, user.seq)[1] is not None
     assert api.listing().body["items"] == []
     assert api.detail(conversation_id).status == 404
-    # And the call it paid for is in the user's usage of that day (COST-3)
+    # And the call it paid for is in the user's usage of that day, from the table's stream (COST-3)
     [day] = api.usage(from_="2025-01-01", to="2025-01-01").body["days"]
     assert (day["totals"]["calls"], day["totals"]["cost"]["micros"]) == (1, 3500)
 

@@ -44,6 +44,22 @@ _SCRUBBED = (
 )
 
 
+def settle_streams(url: str, timeout_s: float = 30.0) -> None:
+    """Wait until the local server's stream pollers have delivered everything written before this call
+    (each reports when its newest poll that found nothing new began): what a stream-fed read such as
+    GET /usage (COST-3) shows is then settled. Fails after `timeout_s`."""
+    since = time.time()
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(base_url=url, timeout=10.0) as client:
+        while True:
+            streams = client.get("/_local/health").json().get("streams") or []
+            if all(float(s.get("caught_up_at") or 0) >= since for s in streams):
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"the local server's streams did not catch up in {timeout_s} s: {streams}")
+            time.sleep(0.05)
+
+
 def console_script(name: str) -> str:
     """The venv's console script (what `make run` and a user's shell run)."""
     path = _BIN / name

@@ -54,19 +54,23 @@ class TableStream:
 
     def read(self) -> list[dict[str, Any]]:
         """The records written since the last read, in the Lambda event's record shape."""
-        records: list[dict[str, Any]] = []
+        return [record for records in self.read_shards().values() for record in records]
+
+    def read_shards(self) -> dict[str, list[dict[str, Any]]]:
+        """The same, by the shard they were read from (what a tumbling-window event names)."""
+        found: dict[str, list[dict[str, Any]]] = {}
         for shard_id, iterator in list(self._iterators.items()):
             while iterator is not None:
                 answer = self.client.get_records(ShardIterator=iterator, Limit=1000)
                 raw = answer.get("Records", [])
-                records.extend(
+                found.setdefault(shard_id, []).extend(
                     lambda_record(r, stream_arn=self.arn, region=REGION, ttl_removal=False) for r in raw
                 )
                 iterator = answer.get("NextShardIterator")
                 self._iterators[shard_id] = iterator
                 if not raw:
                     break
-        return records
+        return found
 
 
 def for_function(function: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -83,5 +87,12 @@ def as_ttl_removal(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def event(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The Lambda event of one batch."""
-    return {"Records": [dict(r) for r in records]}
+    """The Lambda event of one batch; from a mapping with a tumbling window (the summarizer's), the
+    shard it was read from too (moto's stream has one shard)."""
+    batch = [dict(r) for r in records]
+    arn = next((r.get("eventSourceARN") for r in batch if r.get("eventSourceARN")), None)
+    if arn is None:
+        return {"Records": batch}
+    client = boto3.client("dynamodbstreams", region_name=REGION)
+    shards = client.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
+    return {"Records": batch, "shardId": shards[-1]["ShardId"], "state": {}, "isFinalInvokeForWindow": False}

@@ -37,6 +37,7 @@ SHIPPED_DATA_CACHES = {
     "engine.models": "the built-in model limits by name",
     "engine.tokens.approx": "the compiled patterns of the approximate count",
     "engine.tokens.encodings": "the tiktoken encodings shipped in the layer",
+    "engine.tokens.families": "the compiled rules of the model -> family map",
 }
 
 

@@ -90,7 +90,7 @@ def test_tok2_model_to_encoding_map(model: str, encoding: str) -> None:
     assert tokens.encoding_for_model(model) == encoding
 
 
-@pytest.mark.parametrize("model", [None, "", "llama-3.1-70b", "claude-3-5-sonnet", "o1x", "gpt-40"])
+@pytest.mark.parametrize("model", [None, "", "my-own-model-7b", "claude-3-5-sonnet", "o1x", "gpt-40"])
 def test_tok2_unknown_model_uses_the_configured_default(
     model: str | None, monkeypatch: pytest.MonkeyPatch, default_encoding: None
 ) -> None:

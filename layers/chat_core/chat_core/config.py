@@ -42,6 +42,43 @@ def _str(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip() or default
 
 
+#: The tokenizers the layer ships (chat_core/encodings/*.tiktoken; a test keeps this equal to
+#: chat_core.tokens.SHIPPED_ENCODINGS). A setting naming another one is refused at start.
+SHIPPED_TOKENIZERS = (
+    "cl100k_base",
+    "o200k_base",
+    "llama3",
+    "llama4",
+    "qwen2",
+    "deepseek_v3",
+    "mistral_tekken",
+)
+
+
+def _tokenizer(name: str, value: str) -> str:
+    if value not in SHIPPED_TOKENIZERS:
+        raise ValueError(
+            f"environment variable {name} names the tokenizer {value!r}, which is not shipped; "
+            f"the shipped tokenizers are {', '.join(SHIPPED_TOKENIZERS)}"
+        )
+    return value
+
+
+def _model_tokenizers(name: str) -> tuple[tuple[str, str], ...]:
+    """ "deepseek-v4=deepseek_v3, my-finetune=llama3" -> (("deepseek-v4", "deepseek_v3"), ...), checked."""
+    pairs: list[tuple[str, str]] = []
+    for entry in _str(name).split(","):
+        if not entry.strip():
+            continue
+        prefix, sep, tokenizer = entry.partition("=")
+        if not sep or not prefix.strip():
+            raise ValueError(
+                f"environment variable {name} must be 'model-prefix=tokenizer,...', got {entry!r}"
+            )
+        pairs.append((prefix.strip().lower(), _tokenizer(name, tokenizer.strip())))
+    return tuple(pairs)
+
+
 @dataclass(frozen=True)
 class Settings:
     """The settings of one runtime: `read_settings()` reads them from the environment; tests may build
@@ -72,6 +109,9 @@ class Settings:
     llm_api_key_cache_seconds: int = 300
     # tokens and window
     default_encoding: str = "o200k_base"
+    #: MODEL_TOKENIZERS "prefix=tokenizer,...": the tokenizer a model name prefix is counted with, over
+    #: the built-in map (a shipped one only: anything else is refused when the settings are read).
+    model_tokenizers: tuple[tuple[str, str], ...] = ()
     max_content_chars: int = 5000
     # HTTP service (STO-1)
     cursor_secret: str = ""
@@ -155,7 +195,8 @@ def read_settings() -> Settings:
         llm_connect_timeout_seconds=_float("LLM_CONNECT_TIMEOUT_SECONDS", 3.0),
         llm_max_response_bytes=_int("LLM_MAX_RESPONSE_BYTES", 1_048_576),
         llm_api_key_cache_seconds=_int("LLM_API_KEY_CACHE_SECONDS", 300),
-        default_encoding=_str("DEFAULT_ENCODING", "o200k_base"),
+        default_encoding=_tokenizer("DEFAULT_ENCODING", _str("DEFAULT_ENCODING", "o200k_base")),
+        model_tokenizers=_model_tokenizers("MODEL_TOKENIZERS"),
         max_content_chars=_int("MAX_CONTENT_CHARS", 5000),
         cursor_secret=_str("CURSOR_SECRET"),
         idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 3600),

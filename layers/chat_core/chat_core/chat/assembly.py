@@ -63,6 +63,9 @@ def _window_message(message: MessageRecord) -> dict[str, Any]:
         window["name"] = message.name
     if message.pinned:
         window["pinned"] = True
+    counted_with = getattr(message, "tokens_encoding", None)  # the tokenizer of `tokens`, once recorded
+    if counted_with:
+        window["tokens_encoding"] = counted_with
     return window
 
 
@@ -182,7 +185,8 @@ def assemble_window(
     if summary is not None and summary_window.summary_included(result):
         prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
-    return AssembledWindow(result, prompt + tokens.REPLY_PRIMING_TOKENS + generation.tool_tokens)
+    # The stored counts are exact counts for `model`, so is the reply priming (a family's own header).
+    return AssembledWindow(result, prompt + tokens.reply_priming_tokens(model=model) + generation.tool_tokens)
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:

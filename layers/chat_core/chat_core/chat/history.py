@@ -159,7 +159,8 @@ _DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
 
 
 def _charges(messages: Sequence[MessageRecord]) -> list[tuple[str, Charge]]:
-    """COST-2/COST-3: what appended answers with a reported usage cost, by the day they count for."""
+    """COST-2: what appended answers with a reported usage cost, for the conversation's totals (the
+    owner's usage of the day adds them from the table's stream, COST-3)."""
     return [
         (reply_day(m), prices.charge_of(m))
         for m in messages

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core.chat import budgets, paths, prices, recording
+from chat_core.chat import budgets, paths, prices, rate_limit, recording
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import assemble_window
 from chat_core.chat.commands import PostMessage
@@ -48,6 +48,7 @@ def post_message(
     provider: ChatProvider | None = None,
     on_chunk: ChunkSink | None = None,
     branch: Branch | None = None,
+    admitted: bool = False,
 ) -> PostOutcome:
     """POST /messages (seed 003, DES-1 "Posting, in order"; seed 002 turn log; agent tool messages).
 
@@ -58,6 +59,8 @@ def post_message(
     key with another body is refused. With `on_chunk` the model's answer is streamed to it as it
     arrives (API-14); a replay streams nothing (the caller has the whole turn in the outcome).
     An edit or a regeneration (API-18, `branch`) is the same post continuing from another message.
+    The per-user rate limit (OPS-4) counts the post where it starts its own work, so a replay is not
+    counted; `admitted` when the caller counted it already (it wrote something before the post).
     """
 
     settings = get_settings()
@@ -65,7 +68,7 @@ def post_message(
         check_before_io(request, settings, new=request.conversation_id is None)
     if idempotency_key is None:
         try:
-            return _post(owner, request, context, settings, provider, on_chunk, branch)
+            return _post(owner, request, context, settings, provider, on_chunk, branch, admitted)
         except ReplyNotStored as exc:
             unsaved: PostOutcome = exc.outcome
             return unsaved
@@ -88,6 +91,7 @@ def post_message(
             message=request,
             on_chunk=on_chunk,
             branch=branch,
+            admitted=admitted,
         )
     except ReplyNotStored as exc:
         # Raised inside the idempotent function, so its record is removed: a retry runs the turn again.
@@ -186,9 +190,10 @@ def _build_idempotent_post(settings: Settings) -> tuple[IdempotencyConfig, Calla
         message: PostMessage,
         on_chunk: ChunkSink | None = None,
         branch: Branch | None = None,
+        admitted: bool = False,
     ) -> dict[str, Any]:
         # `request` is what the key and the payload check hash; `message` is the same body, validated.
-        outcome = _post(request["owner"], message, context, settings, provider, on_chunk, branch)
+        outcome = _post(request["owner"], message, context, settings, provider, on_chunk, branch, admitted)
         sink.append(outcome)
         return {
             "model_failed": outcome.model_failed,
@@ -218,8 +223,12 @@ def _post(
     provider: ChatProvider | None,
     on_chunk: ChunkSink | None = None,
     branch: Branch | None = None,
+    admitted: bool = False,
 ) -> PostOutcome:
-    # COST-4: over budget, the post stops here: before anything is written or the model is asked.
+    # OPS-4 and COST-4: over the rate limit or the budget, the post stops here, before anything is
+    # written or the model is asked (a replay of an Idempotency-Key never gets here: it is not counted).
+    if not admitted:
+        rate_limit.check(owner, settings)
     budgets.check(owner, settings)
     if branch is not None and branch.kind == "regenerate":
         turn = regenerate_turn(owner, request, settings, branch, context)

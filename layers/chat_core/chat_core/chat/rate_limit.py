@@ -2,12 +2,15 @@
 
 Each user may start RATE_LIMIT_PER_MINUTE model-calling requests (a post, an edit, a regeneration, a
 Chat Completions turn, streamed or not) per UTC minute; 0 turns the limit off (no DynamoDB call at all).
-The check runs where each of those operations starts, before anything is written or the model asked,
-and is one conditional UpdateItem that checks and counts together (`store.rate_windows`). A request over
-the limit is refused with 429 `rate_limited` and a Retry-After of the seconds left in the minute.
+The check runs where the post starts its own work (`chat.post`, beside the budget check), before
+anything is written or the model asked, and is one conditional UpdateItem that checks and counts
+together (`store.rate_windows`). A request over the limit is refused with 429 `rate_limited` and a
+Retry-After of the seconds left in the minute.
 
-Every request that passes the check counts, including one that then fails or is answered from its
-Idempotency-Key's record (a replay), since the check runs before the post looks that record up.
+A retry answered from its Idempotency-Key's record (a replay) is not counted: the post looks that record
+up first. Every other request that passes the check counts, including one that then fails. A Chat
+Completions turn that writes before its post (the request's system prompt, a streamed turn's new
+conversation) is counted before that write instead, replay or not.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any, Literal, NamedTuple
 from chat_core.engine import tokens as token_counting
 from chat_core.engine.models import model_context
 from chat_core.engine.tokens import estimate_message_tokens
+from chat_core.engine.tokens.stored import reuse_stored
 
 Method = Literal["estimate", "approx", "exact"]
 MessageCounter = Callable[[Mapping[str, Any]], int]
@@ -155,7 +156,7 @@ class WindowPolicy:
     def priming_tokens(self) -> int:
         """Tokens the reply priming costs on top of the messages (chat format only)."""
         if self.chat_format and self.counter is None:
-            return int(token_counting.REPLY_PRIMING_TOKENS)
+            return token_counting.reply_priming_tokens(self.method, model=self.model, encoding=self.encoding)
         return 0
 
     def token_counter(self) -> MessageCounter:
@@ -163,14 +164,8 @@ class WindowPolicy:
         base = self.counter or _counter(self.method, self.chat_format, self.model, self.encoding)
         if not self.reuse_stored_tokens:
             return base
-
-        def count(message: Mapping[str, Any]) -> int:
-            stored = message.get("tokens")
-            if type(stored) is int and stored >= 0:
-                return stored
-            return base(message)
-
-        return count
+        # A count stored with another tokenizer than this window's is recounted (cached per message).
+        return reuse_stored(base, method=self.method, model=self.model, encoding=self.encoding)
 
 
 class DroppedMessage(NamedTuple):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from chat_core.chat import completions, post
+from chat_core.chat import completions, post, rate_limit
 from chat_core.errors import InvalidInput, TurnEnded
 from chat_core.http.api import openai_error_body, openai_status
 from chat_core.http.request_commands import post_command
@@ -121,6 +121,11 @@ def chat_completion(
         raise InvalidInput(f"messages: {where}: {first.get('msg', 'invalid')}", field="messages") from exc
     # Everything a post checks before any I/O, before this request writes anything of its own.
     post.check_before_io(post_command(turn), new=plan.conversation_id is None)
+    # OPS-4: a turn that writes before its post (the request's system prompt, a stream's new
+    # conversation) is counted against the rate limit before that write; any other, by the post.
+    admitted = plan.system_prompt is not None or (plan.conversation_id is None and emit is not None)
+    if admitted:
+        rate_limit.check(owner)
     conversation_id = completions.open_conversation(owner, plan, request.model, create=emit is not None)
     if conversation_id is not None and turn.conversation_id is None:
         turn = turn.model_copy(update={"conversation_id": conversation_id})
@@ -145,6 +150,7 @@ def chat_completion(
         context=context,
         provider=provider,
         on_chunk=sink,
+        admitted=admitted,
     )
     conversation_id = str(outcome.body["conversation_id"])
     headers = {CONVERSATION_HEADER: conversation_id}

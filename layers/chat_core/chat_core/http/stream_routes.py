@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from chat_core.chat import post, rate_limit
+from chat_core.chat import post
 from chat_core.errors import ChatError, InvalidInput
 from chat_core.http.api import MAX_IDEMPOTENCY_KEY_CHARS, error_body, openai_error_body, openai_status
 from chat_core.http.openai import CONVERSATION_HEADER, ChatCompletionIn, chat_completion
@@ -72,7 +72,6 @@ def serve(
     try:
         if path == COMPLETIONS:
             request = _validated(ChatCompletionIn, body)
-            rate_limit.check(owner)  # OPS-4: as the API's handlers of the same routes
             answer = chat_completion(
                 owner,
                 request,
@@ -88,7 +87,6 @@ def serve(
                 streamed=bool(request.stream) and answer.status == 200,
             )
         message = _validated(PostMessageIn, body)
-        rate_limit.check(owner)
         wants = "text/event-stream" in headers.get("accept", "")
         outcome = post.post_message(
             owner,

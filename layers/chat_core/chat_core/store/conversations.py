@@ -18,7 +18,6 @@ from pynamodb.transactions import TransactWrite
 from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
-from chat_core.observability import logger
 from chat_core.store import base, ledger, turn_log
 from chat_core.store.base import TableItem
 from chat_core.store.items import BranchLink, Conversation, EventItem, Message, Summary
@@ -419,20 +418,33 @@ def _totals_actions(
     return actions
 
 
-def _pending_sums(replies: Sequence[MessageRecord]) -> tuple[list[int], list[int], list[tuple[str, Charge]]]:
-    """The reported and local usage, and the charges, that replies stored on their own still owe the
-    conversation's totals and (the charges) the owner's usage items."""
+#: Pending totals of a reply stored on its own: `cost` is its charge, owed to the conversation's totals
+#: only (the table's stream adds it to the owner's usage, COST-3); `charge`, written before usage came
+#: from the stream, is owed to the owner's usage items as well.
+_COST, _UNBILLED = "cost", "charge"
+
+
+def _pending_sums(
+    replies: Sequence[MessageRecord],
+) -> tuple[list[int], list[int], list[tuple[str, Charge]], list[tuple[str, Charge]]]:
+    """The reported and local usage and the charges that replies stored on their own still owe the
+    conversation's totals, and the charges of those the owner's usage items still lack."""
     reported, local = [0, 0, 0], [0, 0]
     charges: list[tuple[str, Charge]] = []
+    unbilled: list[tuple[str, Charge]] = []
     for reply in replies:
         pending = reply.pending_totals or {}
         for i, value in enumerate(pending.get("reported") or (0, 0, 0)):
             reported[i] += int(value)
         for i, value in enumerate(pending.get("local") or (0, 0)):
             local[i] += int(value)
-        if isinstance(pending.get("charge"), Mapping):
-            charges.append((ledger.reply_day(reply), Charge.from_json(pending["charge"])))
-    return reported, local, charges
+        for name in (_COST, _UNBILLED):
+            if isinstance(pending.get(name), Mapping):
+                charge = (ledger.reply_day(reply), Charge.from_json(pending[name]))
+                charges.append(charge)
+                if name == _UNBILLED:
+                    unbilled.append(charge)
+    return reported, local, charges, unbilled
 
 
 def _reconcile(replies: Sequence[MessageRecord]) -> tuple[list[_Item], list[Any]]:
@@ -450,7 +462,7 @@ def _reconcile(replies: Sequence[MessageRecord]) -> tuple[list[_Item], list[Any]
         )
         for reply in replies
     ]
-    reported, local, charges = _pending_sums(replies)
+    reported, local, charges, _ = _pending_sums(replies)
     return items, [Conversation.message_count.add(len(replies)), *_totals_actions(reported, local, charges)]
 
 
@@ -506,7 +518,8 @@ def append_messages(
     (unless no model call follows), bump the counters and record the turn's events and state. Replies
     in `reconcile` (stored on their own earlier) are added to the totals in the same transaction, as is
     the usage of appended messages (`added`: reported prompt/completion/total, local prompt/completion;
-    `charges`: their (day, charge) pairs, COST-2/COST-3).
+    `charges`: their (day, charge) pairs, COST-2; the owner's usage of the day adds them from the table's
+    stream, COST-3).
 
     The write expects the conversation's branch state as read: a conversation that never branched must
     still not have branched (`tree` None), a branched one must still have the active leaf it was read
@@ -519,7 +532,7 @@ def append_messages(
     target = Conversation(conversation.pk, conversation.sk)
     reconciled, totals = _reconcile(reconcile)
     count = len(messages) + len(reconcile)
-    reported, local, owed = _pending_sums(reconcile)
+    reported, local, owed, unbilled = _pending_sums(reconcile)
     owed = [*owed, *charges]
     if added is not None:
         reported = [a + int(b) for a, b in zip(reported, added[0], strict=True)]
@@ -551,7 +564,7 @@ def append_messages(
         ("update", target, condition, actions),
         *reconciled,
         *link_puts,
-        *ledger.charge_updates(conversation.owner, owed),
+        *ledger.charge_updates(conversation.owner, unbilled),
     ]
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
@@ -600,8 +613,9 @@ def record_reply(
     charge: Charge | None = None,
 ) -> str:
     """TransactWrite #2: put the assistant message (ok or error), its turn-log events, the turn's state
-    and add to the conversation's totals; with `charge` (COST-2/COST-3), its cost to the conversation's
-    and the owner's usage of the reply's day, in the same transaction.
+    and add to the conversation's totals; with `charge` (COST-2), its cost to the conversation's, in the
+    same transaction. The owner's usage of the day is not written here: the table's stream adds each
+    priced reply to it once (COST-3, `chat.usage_stream`), a reply stored alone or after a delete too.
 
     The reply is paid for: it is never dropped because the conversation item is busy. Contention is
     retried with jittered backoff until `deadline` (time.monotonic()); past it, or if the conversation
@@ -629,7 +643,6 @@ def record_reply(
                 *_open_turn_actions(open_turn),
             ],
         ),
-        *ledger.charge_updates(conversation.owner, charges),
     ]
     outcome = STORED_ALONE
     attempt = 0
@@ -657,7 +670,7 @@ def record_reply(
     if outcome == STORED_ALONE:
         pending: dict[str, Any] = {"reported": list(reported), "local": list(local)}
         if charge is not None:
-            pending["charge"] = charge.to_json()
+            pending[_COST] = charge.to_json()
         if not isinstance(open_turn, _Keep):
             pending["open_turn"] = dict(open_turn) if open_turn is not None else None
         item.pending_totals = pending
@@ -667,27 +680,7 @@ def record_reply(
         if _committed(message):
             return outcome
         raise ReplySlotTaken(str(exc.reasons)) from exc
-    if outcome == STORED_DELETED and charge is not None:
-        # COST-3: no later post folds anything into a deleted conversation; the call was paid for.
-        _bill_alone(conversation.owner, message, charge)
     return outcome
-
-
-def _bill_alone(owner: str, message: MessageRecord, charge: Charge) -> None:
-    """Add the charge of a reply stored after its conversation was deleted to the owner's usage, in a
-    transaction of its own (its ClientRequestToken makes botocore's resend of a lost answer count once).
-    Best effort: one retry of a conflict, then a warning."""
-    writes = ledger.charge_updates(owner, [(ledger.reply_day(message), charge)])
-    for attempt in range(2):
-        try:
-            _transact(writes, request_token(message.pk, message.sk, "bill", attempt))
-            return
-        except _Cancelled:
-            time.sleep(base.contention_backoff(attempt + 1))
-        except StoreUnavailable as exc:
-            logger.warning("usage of a reply to a deleted conversation not recorded", error=exc.message)
-            return
-    logger.warning("usage of a reply to a deleted conversation not recorded: its usage item stayed busy")
 
 
 class PinConflict(Exception):

@@ -208,8 +208,10 @@ class ConversationName(TableItem, discriminator="conversation_name"):
 
 class UsageDay(TableItem, discriminator="usage_day"):
     """COST-3: one owner's use of one model on one UTC day (`pk = USER#<owner>#USAGE`,
-    `sk = DAY#<YYYY-MM-DD>#<model>`), added to by the transaction that stores each reply (and each
-    summary), so it always equals the sum of what was stored. Created by its first update."""
+    `sk = DAY#<YYYY-MM-DD>#<model>`). Priced messages (replies, appended answers) are added from the
+    table's stream, each exactly once (`watermarks`: per stream shard, the newest sequence number added
+    and when; `watermark_version` conditions each such update); summaries are added by the transaction
+    that stores them. Created by its first update."""
 
     owner = UnicodeAttribute(null=True)
     day = UnicodeAttribute(null=True)
@@ -222,6 +224,8 @@ class UsageDay(TableItem, discriminator="usage_day"):
     cost_micros = NumberAttribute(default=0)
     unpriced_calls = NumberAttribute(default=0)
     estimated_calls = NumberAttribute(default=0)
+    watermarks = JSONAttribute(null=True)
+    watermark_version = NumberAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, day: str, model: str) -> tuple[str, str]:

@@ -1,23 +1,25 @@
 """COST-3/COST-4: each owner's usage per day and model, and their budget item, in one partition.
 
-The day items are only ever added to, inside the transactions that store what was used (a reply, an
-appended answer, a summary): `charge_updates` builds those transaction entries. Reads: a range of days
-(GET /usage), or a month's days with the budget item (one Query, the budget check of a post).
+The day items are only ever added to: by the table's stream for priced messages (`add_streamed`, each
+message exactly once), and inside the transaction that stores a summary (`charge_updates`). Reads: a
+range of days (GET /usage), or a month's days with the budget item (one Query, the budget check of a
+post).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pynamodb.exceptions import PynamoDBException
+from pynamodb.exceptions import DoesNotExist, PynamoDBException, UpdateError
 
 from chat_core.engine.costs import ESTIMATED, Charge
+from chat_core.errors import StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.items import BudgetItem, UsageDay
+from chat_core.store.items import BudgetItem, Message, UsageDay
 from chat_core.store.keys import LIMITS_SK, USAGE_DAY_PREFIX, usage_pk
 from chat_core.store.records import MessageRecord
 
@@ -100,6 +102,17 @@ class _Sum:
             self.estimated += 1
 
 
+def message_of_image(image: Mapping[str, Any] | None) -> MessageRecord | None:
+    """The message a stream record's NewImage holds (None: not a message item)."""
+    if not image:
+        return None
+    try:
+        item = TableItem.from_raw_data(dict(image))
+    except (PynamoDBException, ValueError, KeyError, TypeError):
+        return None
+    return MessageRecord.of(item) if isinstance(item, Message) else None
+
+
 def reply_day(message: MessageRecord) -> str:
     """The UTC day a reply's usage counts for: the day it was created."""
     return message.created_at[:10]
@@ -114,22 +127,99 @@ def charge_updates(owner: str, charges: Iterable[tuple[str, Charge]]) -> list[Us
     writes: list[UsageWrite] = []
     for (day, model), total in sums.items():
         pk, sk = UsageDay.key(owner, day, model)
-        actions = [
-            TableItem.item_type.set(UsageDay),
-            UsageDay.owner.set(owner),
-            UsageDay.day.set(day),
-            UsageDay.model.set(model),
-            UsageDay.calls.add(total.calls),
-            UsageDay.prompt_tokens.add(total.prompt),
-            UsageDay.cached_tokens.add(total.cached),
-            UsageDay.completion_tokens.add(total.completion),
-            UsageDay.reasoning_tokens.add(total.reasoning),
-            UsageDay.cost_micros.add(total.cost),
-            UsageDay.unpriced_calls.add(total.unpriced),
-            UsageDay.estimated_calls.add(total.estimated),
-        ]
-        writes.append(("update", UsageDay(pk, sk), None, actions))
+        writes.append(("update", UsageDay(pk, sk), None, _add_actions(owner, day, model, total)))
     return writes
+
+
+def _add_actions(owner: str, day: str, model: str, total: _Sum) -> list[Any]:
+    return [
+        TableItem.item_type.set(UsageDay),
+        UsageDay.owner.set(owner),
+        UsageDay.day.set(day),
+        UsageDay.model.set(model),
+        UsageDay.calls.add(total.calls),
+        UsageDay.prompt_tokens.add(total.prompt),
+        UsageDay.cached_tokens.add(total.cached),
+        UsageDay.completion_tokens.add(total.completion),
+        UsageDay.reasoning_tokens.add(total.reasoning),
+        UsageDay.cost_micros.add(total.cost),
+        UsageDay.unpriced_calls.add(total.unpriced),
+        UsageDay.estimated_calls.add(total.estimated),
+    ]
+
+
+#: A shard's watermark stays on a day item this long after its last update: longer than the stream
+#: keeps a record (24 h), so no record of that shard can be delivered again once it is dropped.
+WATERMARK_KEPT_S: Final = 2 * 86_400
+#: DynamoDB stream sequence numbers are 21 to 40 digits: padded, string order is number order.
+_SEQUENCE_WIDTH: Final = 40
+_ATTEMPTS: Final = 20
+
+
+def _sequence(number: str) -> str:
+    return number.zfill(_SEQUENCE_WIDTH)
+
+
+def add_streamed(
+    owner: str, day: str, model: str, charges: Sequence[tuple[str, Charge]], shard: str, now: float
+) -> int:
+    """COST-3: add `charges` ((stream sequence number, charge) of one shard's records) that the day item
+    does not hold yet; returns how many were added.
+
+    Exactly once, whatever Lambda redelivers: within a shard records first arrive in order, and the day
+    item keeps, per shard, the newest sequence number it added (its watermark). One consistent GetItem,
+    then one UpdateItem that adds the records above the watermark and moves it, conditioned on the
+    item's `watermark_version` being the one read (another shard's update in between: read again).
+    Watermarks older than WATERMARK_KEPT_S are dropped in the same update.
+    """
+    base.bind()
+    pk, sk = UsageDay.key(owner, day, model)
+    target = UsageDay(pk, sk)
+    for _ in range(_ATTEMPTS):
+        try:
+            held: UsageDay | None = UsageDay.get(pk, sk, consistent_read=True)
+        except DoesNotExist:
+            held = None
+        except (PynamoDBException, ClientError, BotoCoreError) as exc:
+            raise base.store_error(exc) from exc
+        marks = dict(held.watermarks) if held is not None and isinstance(held.watermarks, Mapping) else {}
+        version = (
+            int(held.watermark_version) if held is not None and held.watermark_version is not None else None
+        )
+        mark = marks.get(shard)
+        newest = str(mark[0]) if isinstance(mark, list) and mark else ""
+        fresh = [(number, charge) for number, charge in charges if _sequence(number) > newest]
+        if not fresh:
+            return 0
+        total = _Sum()
+        for _, charge in fresh:
+            total.add(charge)
+        kept = {
+            name: value
+            for name, value in marks.items()
+            if isinstance(value, list) and len(value) == 2 and now - float(value[1]) < WATERMARK_KEPT_S
+        }
+        kept[shard] = [max(_sequence(number) for number, _ in fresh), int(now)]
+        condition = (
+            UsageDay.watermark_version.does_not_exist()
+            if version is None
+            else UsageDay.watermark_version == version
+        )
+        actions = [
+            *_add_actions(owner, day, model, total),
+            UsageDay.watermarks.set(kept),
+            UsageDay.watermark_version.set((version or 0) + 1),
+        ]
+        try:
+            target.update(actions=actions, condition=condition, add_version_condition=False)
+        except UpdateError as exc:
+            if exc.cause_response_code == "ConditionalCheckFailedException":
+                continue  # another shard's records reached the item first: read it again
+            raise base.store_error(exc) from exc
+        except (PynamoDBException, ClientError, BotoCoreError) as exc:
+            raise base.store_error(exc) from exc
+        return len(fresh)
+    raise StoreUnavailable("the usage of the day stayed busy; the stream retries the batch")
 
 
 def _query(owner: str, condition: Any) -> list[TableItem]:

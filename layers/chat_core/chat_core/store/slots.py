@@ -176,7 +176,7 @@ def put_reserved(
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
             *(("put", link, None, None) for link in link_items(conversation, links)),
-            *ledger.charge_updates(conversation.owner, _pending_sums(reconcile)[2]),
+            *ledger.charge_updates(conversation.owner, _pending_sums(reconcile)[3]),
         ]
         try:
             _write(core, event_puts, f"{conversation.pk}|reserved|{messages[0].message_id}|{attempt}")

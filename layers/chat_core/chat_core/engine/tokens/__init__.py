@@ -1,6 +1,7 @@
 """Token counting: the TOK-1 estimate, exact counts from shipped encodings, approximation, chat format.
 
-`encodings` loads the shipped tiktoken files (on the first exact count) and maps models to them;
+`encodings` loads the shipped tiktoken files (on the first exact count) and maps models to them
+(`families` adds the open model families' tokenizers, `chat_families` their chat templates);
 `approx` estimates without a tokenizer; `chat_format` counts messages and prompts; `tools` counts tool
 definitions (TOK-8).
 """
@@ -8,8 +9,8 @@ definitions (TOK-8).
 from __future__ import annotations
 
 from chat_core.engine.tokens.approx import approx_features, approx_tokens
+from chat_core.engine.tokens.chat_families import NON_TEXT_PART_TOKENS
 from chat_core.engine.tokens.chat_format import (
-    NON_TEXT_PART_TOKENS,
     REPLY_PRIMING_TOKENS,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
@@ -18,6 +19,7 @@ from chat_core.engine.tokens.chat_format import (
     count_chat_tokens,
     count_message_tokens,
     message_counter,
+    reply_priming_tokens,
 )
 from chat_core.engine.tokens.encodings import (
     ENCODINGS_DIR,
@@ -27,6 +29,7 @@ from chat_core.engine.tokens.encodings import (
     encoding_for_model,
     estimate_message_tokens,
     get_encoding,
+    tokenizer_for_model,
 )
 from chat_core.engine.tokens.tools import count_tool_tokens
 
@@ -50,4 +53,6 @@ __all__ = [
     "estimate_message_tokens",
     "get_encoding",
     "message_counter",
+    "reply_priming_tokens",
+    "tokenizer_for_model",
 ]

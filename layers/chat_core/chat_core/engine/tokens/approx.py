@@ -294,7 +294,12 @@ _COMMON_HAN: Final = (
 )
 # --- END GENERATED ---
 
+# The open families' tokenizers have no fitted costs of their own: they take o200k_base's (a large
+# multilingual vocabulary like theirs), an estimate outside TOK-7's calibrated bounds.
 _APPROX_VECTORS: Final[dict[str, tuple[float, ...]]] = {
-    name: tuple(_APPROX_COEFFICIENTS.get(name, {}).get(feature, 0.0) for feature in APPROX_FEATURES)
+    name: tuple(
+        _APPROX_COEFFICIENTS.get(name, _APPROX_COEFFICIENTS["o200k_base"]).get(feature, 0.0)
+        for feature in APPROX_FEATURES
+    )
     for name in SHIPPED_ENCODINGS
 }

@@ -7,6 +7,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, get_args
 
 from chat_core.engine.tokens.approx import approx_tokens
+from chat_core.engine.tokens.chat_families import (
+    CHAT_FORMATS,
+    NON_TEXT_PART_TOKENS,
+    TEXT_PART_TYPES,
+    FamilyChatFormat,
+)
 from chat_core.engine.tokens.encodings import (
     check_encoding_name,
     encoding_for_model,
@@ -27,10 +33,6 @@ REPLY_PRIMING_TOKENS: Final = 3  # every reply is primed with <|start|>assistant
 # Not in the cookbook: each tool call's framing (call id/type wrapper around name and arguments),
 # a deliberately small constant; name and arguments themselves are counted as text.
 TOKENS_PER_TOOL_CALL: Final = 3
-# Images, audio and files in a content list are not text; each counts as a flat 85 tokens (the base
-# cost of one low-detail image in OpenAI's vision pricing) so budgets see them, not as their real cost.
-NON_TEXT_PART_TOKENS: Final = 85
-_TEXT_PART_TYPES: Final = frozenset({"text", "input_text", "output_text", "refusal"})
 
 
 def message_counter(
@@ -42,7 +44,28 @@ def message_counter(
     The encoding (given, else the model's) is resolved here once; an exact counter loads it on first use.
     """
     text_tokens = _text_counter(method, model=model, encoding=encoding)
+    family = _family_format(method, model=model, encoding=encoding)
+    if family is not None:
+        family_message = family.message
+        return lambda message: family_message(message, text_tokens)
     return lambda message: _count_message(message, text_tokens)
+
+
+def reply_priming_tokens(
+    method: Method = "exact", *, model: str | None = None, encoding: str | None = None
+) -> int:
+    """Tokens a prompt costs once, on top of its messages: OpenAI's REPLY_PRIMING_TOKENS, or for an open
+    family (counted "exact" or "approx") its begin-of-text token and the header that primes the reply."""
+    family = _family_format(method, model=model, encoding=encoding)
+    if family is None:
+        return REPLY_PRIMING_TOKENS
+    return family.priming(_text_counter(method, model=model, encoding=encoding))
+
+
+def _family_format(method: str, *, model: str | None, encoding: str | None) -> FamilyChatFormat | None:
+    if method == "estimate":
+        return None  # TOK-1 estimates keep the OpenAI framing: they never depend on the model
+    return CHAT_FORMATS.get(encoding if encoding is not None else encoding_for_model(model))
 
 
 def count_message_tokens(
@@ -70,9 +93,10 @@ def count_chat_tokens(
     model: str | None = None,
     encoding: str | None = None,
 ) -> int:
-    """TOK-4: tokens of a whole prompt: the sum of count_message_tokens() plus REPLY_PRIMING_TOKENS."""
+    """TOK-4: tokens of a whole prompt: the sum of count_message_tokens() plus reply_priming_tokens()."""
     counter = message_counter(method, model=model, encoding=encoding)
-    return sum(counter(message) for message in messages) + REPLY_PRIMING_TOKENS
+    priming = reply_priming_tokens(method, model=model, encoding=encoding)
+    return sum(counter(message) for message in messages) + priming
 
 
 def _text_counter(method: str, *, model: str | None, encoding: str | None) -> Callable[[str], int]:
@@ -125,7 +149,7 @@ def _content_tokens(content: Any, text_tokens: Callable[[str], int]) -> int:
             if isinstance(part, str):
                 total += text_tokens(part)
             elif isinstance(part, Mapping):
-                if part.get("type", "text") in _TEXT_PART_TYPES:
+                if part.get("type", "text") in TEXT_PART_TYPES:
                     text = part.get("text", part.get("refusal"))
                     total += text_tokens(_as_text(text, "content part text")) if text is not None else 0
                 else:

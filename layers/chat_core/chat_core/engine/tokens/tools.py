@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
+from chat_core.engine.tokens.chat_families import CHAT_FORMATS
 from chat_core.engine.tokens.encodings import count_tokens, encoding_for_model
 
 
@@ -50,10 +51,14 @@ def count_tool_tokens(tools: Sequence[Mapping[str, Any]] | None, model: str | No
     if not tools:
         return 0
     encoding = encoding_for_model(model)
-    framing = framing_for(encoding)
 
     def text(value: str) -> int:
         return int(count_tokens(value, encoding=encoding))
+
+    family = CHAT_FORMATS.get(encoding)
+    if family is not None:
+        return family.tools(tools, text)  # an open family: its template's rendering of the definitions
+    framing = framing_for(encoding)
 
     total = 0
     for tool in tools:
