@@ -43,17 +43,12 @@ from chat_core.store.keys import (
 
 
 class UsageMap(MapAttribute[str, Any]):
-    """Token usage of one model call: as the provider reported it, or as counted locally."""
+    """Token usage of one model call: as the provider reported it, or as counted locally (`total_tokens`
+    is left out when it is prompt + completion: `records.MessageUsage`)."""
 
     prompt_tokens = NumberAttribute(default=0)
     completion_tokens = NumberAttribute(default=0)
     total_tokens = NumberAttribute(null=True)
-
-
-def usage_map(prompt: int, completion: int, total: int) -> UsageMap:
-    """A usage map value for a message item: its total is absent when it is prompt + completion."""
-    kept = None if total == prompt + completion else total
-    return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=kept)
 
 
 class Conversation(TableItem, discriminator="conversation"):

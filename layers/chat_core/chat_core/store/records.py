@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from chat_core.store.items import Conversation, Message, Summary, UsageMap, usage_map
+from chat_core.store.items import Conversation, Message, Summary, UsageMap
 from chat_core.store.keys import META_SK, conversation_pk, listing_sk, message_sk, owner_pk
 from chat_core.store.partitions import parse_conversation_pk
 
@@ -92,7 +92,10 @@ class MessageUsage:
         )
 
     def to_map(self) -> UsageMap:
-        return usage_map(self.prompt_tokens, self.completion_tokens, self.total_tokens)
+        """Its map on a message item: the total is left out when it is prompt + completion."""
+        prompt, completion = self.prompt_tokens, self.completion_tokens
+        total = None if self.total_tokens == prompt + completion else self.total_tokens
+        return UsageMap(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
 def _total(value: UsageMap) -> int:
