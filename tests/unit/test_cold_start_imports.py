@@ -29,6 +29,7 @@ CALLS_THE_MODEL = frozenset(
         "summarize_conversation",
         "edit_message",
         "regenerate_message",
+        "responses",
     }
 )
 WATCHED = ("aws_xray_sdk", "httpx", "tiktoken")
