@@ -64,11 +64,17 @@ def parse_item_id(value: str) -> tuple[str, str, int] | None:
 @dataclass
 class InputMessages:
     """An input as Chat Completions messages: the system/developer text apart, the rest in order, and
-    the item references it named (`references`, resolved by the caller)."""
+    the item references it named (`references`, resolved by the caller). `ids[i]` are the ids the
+    items that made `messages[i]` carried (a client resending our output items sends them back)."""
 
     system: list[str] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
+    ids: list[list[str]] = field(default_factory=list)
+
+    def add(self, message: dict[str, Any], item: Mapping[str, Any]) -> None:
+        self.messages.append(message)
+        self.ids.append([item["id"]] if isinstance(item.get("id"), str) else [])
 
 
 def _text_part(part: Mapping[str, Any], where: str) -> str:
@@ -156,7 +162,7 @@ def input_messages(value: str | Sequence[Any]) -> InputMessages:
     """RSP-1: an `input` (a string, or items) as Chat Completions messages (see the module)."""
     found = InputMessages()
     if isinstance(value, str):
-        found.messages.append({"role": "user", "content": value})
+        found.add({"role": "user", "content": value}, {})
         return found
     for index, item in enumerate(value):
         where = f"input[{index}]"
@@ -183,7 +189,7 @@ def input_messages(value: str | Sequence[Any]) -> InputMessages:
             message: dict[str, Any] = {"role": role, "content": content}
             if refusal is not None:
                 message["refusal"] = refusal
-            found.messages.append(message)
+            found.add(message, item)
         elif kind == "function_call":
             call_id, name = item.get("call_id"), item.get("name")
             arguments = item.get("arguments", "")
@@ -197,15 +203,16 @@ def input_messages(value: str | Sequence[Any]) -> InputMessages:
                 last.setdefault("tool_calls", []).append(call)
                 if last.get("content") == "":
                     last["content"] = None
+                if isinstance(item.get("id"), str):
+                    found.ids[-1].append(item["id"])
             else:
-                found.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                found.add({"role": "assistant", "content": None, "tool_calls": [call]}, item)
         elif kind == "function_call_output":
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise InvalidInput(f"{where}: a function_call_output needs `call_id`", field=where)
-            found.messages.append(
-                {"role": "tool", "tool_call_id": call_id, "content": _output_text(item.get("output"), where)}
-            )
+            output = _output_text(item.get("output"), where)
+            found.add({"role": "tool", "tool_call_id": call_id, "content": output}, item)
         elif kind == "item_reference":
             if not isinstance(item.get("id"), str):
                 raise InvalidInput(f"{where}: an item_reference needs `id`", field=where)

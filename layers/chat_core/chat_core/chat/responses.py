@@ -63,8 +63,10 @@ def missing_conversation(value: str) -> ConversationNotFound:
 
 
 def is_answer(message: MessageRecord) -> bool:
-    """An answer the model gave (recorded agent steps and appended messages carry no model)."""
-    return message.role == "assistant" and message.model is not None and message.deleted_at is None
+    """An answer the model gave in a post: it was asked with a window, whose local count it keeps
+    (recorded agent steps carry no model, appended answers no prompt count)."""
+    asked = message.local_usage is not None and message.local_usage.prompt_tokens > 0
+    return message.role == "assistant" and message.model is not None and asked and message.deleted_at is None
 
 
 def find_response(owner: str, value: str) -> tuple[ConversationRecord, MessageRecord]:
@@ -151,13 +153,21 @@ def plan_response(
         raise InvalidInput(
             "send previous_response_id or conversation, not both", field="previous_response_id"
         )
-    prefix, content, recorded = _split(given.messages)
-    system = "\n\n".join([*([instructions] if instructions else []), *given.system]) or None
-    plan = ResponsePlan(content, recorded, prefix, system_prompt=system)
+    messages: Sequence[dict[str, Any]] = given.messages
+    conversation: ConversationRecord | None = None
+    previous: MessageRecord | None = None
     if previous_response_id is not None:
-        plan.conversation, plan.previous = find_response(owner, previous_response_id)
+        conversation, previous = find_response(owner, previous_response_id)
     elif conversation_id is not None:
-        plan.conversation = live(owner, conversation_id)
+        conversation = live(owner, conversation_id)
+    else:
+        resent = _resent_answer(owner, given)
+        if resent is not None:
+            conversation, previous, after = resent
+            messages = messages[after:]
+    prefix, content, recorded = _split(messages)
+    system = "\n\n".join([*([instructions] if instructions else []), *given.system]) or None
+    plan = ResponsePlan(content, recorded, prefix, conversation, previous, system_prompt=system)
     for reference in given.references:
         parsed = parse_item_id(reference)
         found = None
@@ -175,6 +185,27 @@ def plan_response(
     )
     plan.title = title_from(first_user)
     return plan
+
+
+def _resent_answer(owner: str, given: InputMessages) -> tuple[ConversationRecord, MessageRecord, int] | None:
+    """RSP-1, the Responses tail rule: a client that keeps no server-side state resends our output
+    items (with their ids) before what is new, as the Agents SDK does between a function call and its
+    output. The newest input message made of one of the caller's stored answers names the conversation
+    and the answer to continue from; the messages up to it are stored already. (conversation, answer,
+    index of the first new message), or None (then the input starts a new conversation)."""
+    for index in range(len(given.messages) - 1, -1, -1):
+        for value in given.ids[index]:
+            parsed = parse_item_id(value)
+            if parsed is None or parsed[0] == "fco":
+                continue
+            try:
+                conversation = paths.live_conversation(owner, parsed[1])
+            except ConversationNotFound:
+                continue
+            answer = store.get_message(owner, parsed[1], parsed[2])
+            if answer is not None and is_answer(answer):
+                return conversation, answer, index + 1
+    return None
 
 
 def _leaf(conversation: ConversationRecord) -> int:
