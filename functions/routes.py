@@ -228,7 +228,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         name="StreamChat",
         folder="stream_chat",
-        operation="Streamed POST /v1/chat/completions and POST /messages (function URL, response streaming, JWT verified in the function)",
+        operation="Streamed POST /v1/chat/completions, POST /v1/responses and POST /messages, and every other /v1 route so one base URL serves the SDKs (function URL, response streaming, JWT verified in the function)",
         handler="run.sh",
         function_url=True,
         timeout=300,
@@ -246,7 +246,7 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:DeleteItem",
                 ),
                 "table",
-                "As PostMessageFunction and ChatCompletionsFunction, which serve the same turns unstreamed.",
+                "As PostMessageFunction, ChatCompletionsFunction, ResponsesFunction and OpenAIConversationsFunction, which serve the same routes through the HTTP API.",
             ),
             CONTENT_PARTS,
         ),

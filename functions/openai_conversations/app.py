@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from chat_core.chat import response_items, responses
+from chat_core.chat import responses
+from chat_core.http import responses_routes as routes
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.openai_conversations import (
     ConversationCreateIn,
@@ -18,7 +19,6 @@ from chat_core.http.openai_conversations import (
     create_conversation,
     update_metadata,
 )
-from chat_core.http.responses_api import list_page
 from chat_core.observability import http_entry
 
 app = build_app(openai_errors=True)
@@ -41,10 +41,7 @@ def update(conversation_id: str, body: ConversationUpdateIn) -> Response[Any]:
 
 @app.delete("/v1/conversations/<conversation_id>")
 def delete(conversation_id: str) -> Response[Any]:
-    owner = caller(app)
-    responses.live(owner, conversation_id)
-    responses.forget(owner, conversation_id)
-    return json_response(200, {"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+    return json_response(200, routes.delete_conversation(caller(app), conversation_id))
 
 
 @app.get("/v1/conversations/<conversation_id>/items")
@@ -54,16 +51,13 @@ def list_items(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Annotated[Literal["asc", "desc"], Query()] = "desc",
 ) -> Response[Any]:
-    items = responses.conversation_items(caller(app), conversation_id)
-    return json_response(200, list_page(items, after=after, limit=limit, order=order))
+    page = routes.list_items(caller(app), conversation_id, after=after, limit=limit, order=order)
+    return json_response(200, page)
 
 
 @app.post("/v1/conversations/<conversation_id>/items")
 def add_items(conversation_id: str, body: ConversationItemsIn) -> Response[Any]:
-    messages = response_items.input_messages(body.items).messages
-    added = responses.append_items(caller(app), conversation_id, messages, idempotency_key(app))
-    page = list_page(added, after=None, limit=max(1, len(added)), order="asc")
-    return json_response(200, page)
+    return json_response(200, routes.add_items(caller(app), conversation_id, body, idempotency_key(app)))
 
 
 @app.get("/v1/conversations/<conversation_id>/items/<item_id>")
@@ -74,9 +68,7 @@ def get_item(conversation_id: str, item_id: str) -> Response[Any]:
 
 @app.delete("/v1/conversations/<conversation_id>/items/<item_id>")
 def delete_item(conversation_id: str, item_id: str) -> Response[Any]:
-    owner = caller(app)
-    responses.delete_item(owner, conversation_id, item_id)
-    return json_response(200, conversation_object(responses.live(owner, conversation_id)))
+    return json_response(200, routes.delete_item(caller(app), conversation_id, item_id))
 
 
 lambda_handler = http_entry(app)

@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from chat_core.chat import rate_limit, response_items, responses
+from chat_core.chat import rate_limit
+from chat_core.http import responses_routes as routes
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
-from chat_core.http.responses_api import ResponseCreateIn, list_page, response_object
+from chat_core.http.responses_api import ResponseCreateIn
 from chat_core.http.responses_turn import create_response
 from chat_core.http.sink import StreamSink
 from chat_core.observability import http_entry
@@ -35,38 +36,17 @@ def create(body: ResponseCreateIn) -> Response[Any]:
 
 @app.post("/v1/responses/input_tokens")
 def input_tokens(body: ResponseCreateIn) -> Response[Any]:
-    owner = caller(app)
-    body.unsupported()
-    if body.input is None:
-        return json_response(200, {"object": "response.input_tokens", "input_tokens": 0})
-    plan = responses.plan_response(
-        owner,
-        response_items.input_messages(body.input),
-        previous_response_id=body.previous_response_id,
-        conversation_id=body.conversation_id(),
-        instructions=body.instructions,
-    )
-    model = body.model or (plan.conversation.model if plan.conversation else None) or "default"
-    tokens, exact = responses.count_input(owner, plan, model)
-    return json_response(
-        200, {"object": "response.input_tokens", "input_tokens": tokens, "estimate": not exact}
-    )
+    return json_response(200, routes.input_tokens(caller(app), body))
 
 
 @app.get("/v1/responses/<response_id>")
 def retrieve(response_id: str) -> Response[Any]:
-    stored = responses.get_response(caller(app), response_id)
-    conversation_id = stored.conversation.conversation_id
-    output = response_items.message_items(stored.answer) if stored.answer.get("status") != "error" else []
-    body = response_object(conversation_id, stored.answer, output, previous_id=stored.previous_id)
-    body["instructions"] = stored.conversation.system_prompt
-    return json_response(200, body)
+    return json_response(200, routes.retrieve_response(caller(app), response_id))
 
 
 @app.delete("/v1/responses/<response_id>")
 def delete(response_id: str) -> Response[Any]:
-    responses.delete_response(caller(app), response_id)
-    return json_response(200, {"id": response_id, "object": "response", "deleted": True})
+    return json_response(200, routes.delete_response(caller(app), response_id))
 
 
 @app.get("/v1/responses/<response_id>/input_items")
@@ -76,9 +56,8 @@ def input_items(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Annotated[Literal["asc", "desc"], Query()] = "desc",
 ) -> Response[Any]:
-    stored = responses.get_response(caller(app), response_id)
-    items = response_items.items_of(stored.inputs)
-    return json_response(200, list_page(items, after=after, limit=limit, order=order))
+    page = routes.input_items(caller(app), response_id, after=after, limit=limit, order=order)
+    return json_response(200, page)
 
 
 lambda_handler = http_entry(app)
