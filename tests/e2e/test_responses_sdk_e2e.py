@@ -219,3 +219,46 @@ def test_conversations(client: openai.OpenAI, api: httpx.Client, model: OpenAISt
     assert client.conversations.delete(conversation.id).deleted
     with pytest.raises(openai.NotFoundError):
         client.conversations.retrieve(conversation.id)
+
+
+def test_truncation_disabled_refuses_what_the_window_would_cut(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """RSP-2: truncation "disabled" is a 400 when the window would leave messages out; "auto" lets the
+    conversation's window policy choose (WIN-3), as a post does."""
+    first = client.responses.create(model="standin-model", input="one")
+    assert first.conversation is not None
+    patched = api.patch(
+        f"/conversations/{first.conversation.id}", json={"window_policy": {"max_messages": 2}}
+    )
+    assert patched.status_code == 200, patched.text
+    second = client.responses.create(model="standin-model", input="two", previous_response_id=first.id)
+    before = len(model.requests)
+    with pytest.raises(openai.BadRequestError, match="does not fit"):
+        client.responses.create(
+            model="standin-model", input="three", previous_response_id=second.id, truncation="disabled"
+        )
+    assert len(model.requests) == before
+    cut = client.responses.create(
+        model="standin-model", input="three", previous_response_id=second.id, truncation="auto"
+    )
+    assert cut.truncation == "auto"
+    assert len(model.requests[-1].json["messages"]) == 2
+
+
+def test_a_broken_stream_is_stored_incomplete(
+    client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """RSP-5: the model's stream breaks part way: the client gets response.failed, what arrived is
+    stored as incomplete (as on /v1/chat/completions)."""
+    model.set_mode("stream_cut")
+    stream = client.responses.create(model="standin-model", input="Break in the middle of this", stream=True)
+    events = list(stream)
+    last = events[-1]
+    assert last.type in ("response.failed", "response.incomplete")
+    assert last.response.status == "incomplete"
+    assert last.response.conversation is not None
+    reply = stored(api, last.response.conversation.id)[-1]
+    assert reply["status"] == "incomplete"
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    assert reply["content"] == deltas

@@ -275,6 +275,30 @@ def count_input(owner: str, plan: ResponsePlan, model: str) -> tuple[int, bool]:
     return max(tokens, 0), exact
 
 
+class ContextTooLong(InvalidInput):
+    code = "context_length_exceeded"
+
+
+def check_fits(owner: str, plan: ResponsePlan, model: str) -> None:
+    """`truncation: "disabled"`: a 400 when the window would leave out any of the conversation (the
+    window as a post would build it; nothing is written)."""
+    if plan.conversation is None:
+        return
+    text = plan.content if isinstance(plan.content, str) else None
+    parts = plan.content if isinstance(plan.content, list) else None
+    probe = text if text else ("" if parts else ".")
+    window = assembly.build_window(
+        owner, plan.conversation.conversation_id, BuildWindow(probe, parts, model, None, {})
+    )
+    stats = window["stats"]
+    if stats.get("dropped_count") or stats.get("over_budget"):
+        raise ContextTooLong(
+            f"the input does not fit the model's window ({stats.get('dropped_count', 0)} messages would be "
+            'left out); send truncation: "auto" to let the window policy choose',
+            field="truncation",
+        )
+
+
 def forget(owner: str, conversation_id: str) -> None:
     """`store: false`: the conversation the response was made in is deleted as soon as it is answered."""
     delete.delete_conversation(owner, conversation_id)

@@ -194,7 +194,8 @@ def echo(request: ResponseCreateIn | None) -> dict[str, Any]:
         "tools": given.get("tools") or [],
         "top_logprobs": 0,
         "top_p": given.get("top_p", 1.0),
-        "truncation": given.get("truncation", "disabled"),
+        # No truncation given: the conversation's window policy chooses, as "auto" (RSP-2).
+        "truncation": given.get("truncation", "auto"),
         "user": given.get("user"),
         "safety_identifier": given.get("safety_identifier"),
         "prompt_cache_key": given.get("prompt_cache_key"),

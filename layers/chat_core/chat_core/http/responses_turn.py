@@ -280,6 +280,8 @@ def create_response(
             "conversation): a continued conversation is stored",
             field="store",
         )
+    if request.truncation == "disabled":
+        responses.check_fits(owner, plan, model)
     body: dict[str, Any] = {"model": model, **settings}
     if plan.content is not None:
         body["content"] = plan.content
