@@ -262,3 +262,20 @@ def test_a_broken_stream_is_stored_incomplete(
     assert reply["status"] == "incomplete"
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
     assert reply["content"] == deltas
+
+
+def test_a_retried_request_with_an_idempotency_key_is_answered_once(
+    client: openai.OpenAI, model: OpenAIStandin
+) -> None:
+    """RSP-2, API-6: the same Idempotency-Key replays the first response; the model is asked once."""
+    headers = {"Idempotency-Key": "resp-retry-1"}
+    first = client.responses.create(
+        model="standin-model", input="Only once", instructions="Be brief.", extra_headers=headers
+    )
+    asked = len(model.requests)
+    again = client.responses.create(
+        model="standin-model", input="Only once", instructions="Be brief.", extra_headers=headers
+    )
+    assert again.id == first.id
+    assert again.output_text == first.output_text
+    assert len(model.requests) == asked
