@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from chat_core.chat import rate_limit
 from chat_core.http import responses_routes as routes
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.responses_api import ResponseCreateIn
@@ -25,7 +24,6 @@ sink = StreamSink()
 def create(body: ResponseCreateIn) -> Response[Any]:
     emit = sink.emit if body.stream else None
     owner = caller(app)
-    rate_limit.check(owner)  # OPS-4: before anything is written or the model asked
     answer = create_response(
         owner, body, idempotency_key=idempotency_key(app), context=app.lambda_context, emit=emit
     )

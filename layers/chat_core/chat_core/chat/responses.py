@@ -212,6 +212,16 @@ def _leaf(conversation: ConversationRecord) -> int:
     return conversation.active_leaf if conversation.active_leaf is not None else conversation.next_seq - 1
 
 
+def writes_before_post(plan: ResponsePlan) -> bool:
+    """Whether `open_response` writes anything (then the request is counted before it, OPS-4)."""
+    conversation = plan.conversation
+    if conversation is None:
+        return plan.system_prompt is not None or bool(plan.prefix)
+    moves = plan.previous is not None and plan.previous.seq != _leaf(conversation)
+    prompt = plan.system_prompt is not None and plan.system_prompt != conversation.system_prompt
+    return moves or prompt or bool(plan.prefix)
+
+
 def open_response(owner: str, plan: ResponsePlan, model: str, idempotency_key: str | None) -> str | None:
     """The plan's writes before its post: a new conversation when the input needs one before the post
     (a system prompt, appended messages; with an Idempotency-Key it is named by the key, so a retry

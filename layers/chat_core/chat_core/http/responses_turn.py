@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from chat_core.chat import post, response_items, responses
+from chat_core.chat import post, rate_limit, response_items, responses
 from chat_core.errors import InvalidInput, TurnEnded
 from chat_core.http.api import openai_error_body, openai_status
 from chat_core.http.request_commands import post_command
@@ -299,6 +299,12 @@ def create_response(
     post.check_before_io(
         command, new=plan.conversation is None and not plan.prefix and plan.system_prompt is None
     )
+    # OPS-4: a turn that writes before its post (a new conversation, the system prompt, the active
+    # path moved, appended input) is counted against the rate limit before that write; any other, by
+    # the post (so a retry answered from its Idempotency-Key is not counted).
+    admitted = responses.writes_before_post(plan)
+    if admitted:
+        rate_limit.check(owner)
     conversation_id = responses.open_response(owner, plan, model, idempotency_key)
     if conversation_id is not None and turn.conversation_id is None:
         command = post_command(turn.model_copy(update={"conversation_id": conversation_id}))
@@ -310,6 +316,7 @@ def create_response(
         context=context,
         provider=provider,
         on_chunk=events,
+        admitted=admitted,
     )
     conversation_id = str(outcome.body["conversation_id"])
     headers = {"X-Conversation-Id": conversation_id}
