@@ -165,8 +165,8 @@ import app
 from tests.support import events
 from tests.support.lambda_context import LambdaContext
 answer = app.lambda_handler(events.list_conversations(user=None), LambdaContext(function_name="list"))
-print(json.dumps({"status": answer["statusCode"],
-                  "loaded": sorted(m for m in ("aws_xray_sdk", "httpx", "requests") if m in sys.modules)}))
+watched = ("aws_xray_sdk", "httpx", "requests")
+print(json.dumps({"status": answer["statusCode"], "loaded": sorted(m for m in watched if m in sys.modules)}))
 """
 
 
