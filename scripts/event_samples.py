@@ -40,6 +40,8 @@ HTTP: dict[str, dict[str, Any]] = {
         }
     },
     "list_models": {},
+    "responses": {"body": {"model": "gpt-4o-mini", "input": "Plan three days in Lisbon."}},
+    "openai_conversations": {"body": {"items": [{"type": "message", "role": "user", "content": "Hello"}]}},
     "serve_console": {},
     "list_conversations": {"query": {"limit": "20"}},
     "get_conversation": {"path": {"conversation_id": CONVERSATION}, "query": {"limit": "100"}},

@@ -1,6 +1,8 @@
 """The streaming function (API-14, API-16): an HTTP server the Lambda Web Adapter runs behind a function
-URL with response streaming. It serves POST /v1/chat/completions (`stream: true`) and POST /messages
-(`Accept: text/event-stream`) and writes each chunk as the model produces it.
+URL with response streaming. It serves POST /v1/chat/completions and POST /v1/responses (`stream: true`)
+and POST /messages (`Accept: text/event-stream`) and writes each chunk or event as the model produces
+it; it also serves every other `/v1` route (models, responses, conversations; RSP-5), so one base URL
+works for the OpenAI SDKs.
 
 A function URL has no JWT authorizer, so the caller's JWT (`Authorization: Bearer ...`) is verified
 here, as the HTTP API's authorizer would: RS256 against the issuer's keys (JWT_ISSUER), the audience
@@ -21,12 +23,13 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 from chat_core.errors import Unauthorized
 from chat_core.http.api import error_body, openai_error_body
 from chat_core.http.jwt import JwtVerifier
 from chat_core.http.sink import SseResponse
-from chat_core.http.stream_routes import COMPLETIONS, ROUTES, serve
+from chat_core.http.stream_routes import ROUTES, serve
 from chat_core.observability import logger
 
 #: Lambda's payload limit for a request (a stateless client's history may be large).
@@ -99,8 +102,14 @@ class StreamHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # the adapter's readiness check
-        self._json(200, {"ok": True})
+    def do_GET(self) -> None:
+        if self.path.startswith("/v1/"):
+            self.do_POST()
+            return
+        self._json(200, {"ok": True})  # the adapter's readiness check
+
+    def do_DELETE(self) -> None:
+        self.do_POST()
 
     def do_POST(self) -> None:
         started = time.monotonic()
@@ -136,7 +145,8 @@ class StreamHandler(BaseHTTPRequestHandler):
         logger.info("access", **line)
 
     def _post(self, headers: dict[str, str]) -> None:
-        path = self.path.split("?", 1)[0]
+        path, _, raw_query = self.path.partition("?")
+        query = {key: values[-1] for key, values in parse_qs(raw_query).items()}
         length = int(headers.get("content-length") or 0)
         if length > MAX_BODY_BYTES:
             self._json(413, error_body("payload_too_large", f"request body over {MAX_BODY_BYTES} bytes"))
@@ -151,7 +161,7 @@ class StreamHandler(BaseHTTPRequestHandler):
         except Unauthorized as exc:
             shaped = (
                 openai_error_body(401, exc.code, exc.message)
-                if path == COMPLETIONS
+                if path.startswith("/v1/")
                 else error_body(exc.code, exc.message)
             )
             self._json(401, shaped, {"WWW-Authenticate": "Bearer"})
@@ -161,7 +171,7 @@ class StreamHandler(BaseHTTPRequestHandler):
         budget = TimeBudget(float(os.environ.get("STREAM_BUDGET_SECONDS", "280")))
         budget.aws_request_id = headers.get("x-amzn-request-id", "")
         served = time.monotonic()
-        answer = serve(path, owner, headers, body, stream.emit, context=budget)
+        answer = serve(path, owner, headers, body, stream.emit, budget, method=self.command, query=query)
         self.integration_ms = round((time.monotonic() - served) * 1000)
         if stream.opened:
             stream.finish()

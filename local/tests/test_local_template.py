@@ -29,7 +29,8 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
         assert key in routes, key
         assert routes[key].module_file.is_file()
     # One function per operation: a function serves several routes only as one operation's ways in
-    # (API-21: create by key, read by key; CON-1: the console page and its files).
+    # (API-21: create by key, read by key; CON-1: the console page and its files), or as one resource
+    # family of OpenAI's API (RSP-2, RSP-6: a response, a conversation and their items).
     by_function: dict[str, set[str]] = {}
     for key, function in routes.items():
         by_function.setdefault(function.logical_id, set()).add(key)
@@ -38,6 +39,23 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
         "CreateConversationFunction": {"POST /conversations", "PUT /conversation-keys/{key}"},
         "GetConversationFunction": {"GET /conversations/{conversation_id}", "GET /conversation-keys/{key}"},
         "ServeConsoleFunction": {"GET /console", "GET /console/{file+}"},
+        "ResponsesFunction": {
+            "POST /v1/responses",
+            "POST /v1/responses/input_tokens",
+            "GET /v1/responses/{response_id}",
+            "DELETE /v1/responses/{response_id}",
+            "GET /v1/responses/{response_id}/input_items",
+        },
+        "OpenAIConversationsFunction": {
+            "POST /v1/conversations",
+            "GET /v1/conversations/{conversation_id}",
+            "POST /v1/conversations/{conversation_id}",
+            "DELETE /v1/conversations/{conversation_id}",
+            "GET /v1/conversations/{conversation_id}/items",
+            "POST /v1/conversations/{conversation_id}/items",
+            "GET /v1/conversations/{conversation_id}/items/{item_id}",
+            "DELETE /v1/conversations/{conversation_id}/items/{item_id}",
+        },
     }
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from tests.support.jwt_issuer import Issuer, jwt_issuer
@@ -158,3 +159,36 @@ def test_another_subject_cannot_reach_the_conversation(
     )
     assert other.status_code == 404
     assert other.json()["error"]["code"] == "conversation_not_found"
+
+
+def test_one_base_url_serves_every_v1_route_for_the_sdk(
+    stream_url: str, issuer: Issuer, api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """RSP-5: the streaming function serves every /v1 route, so the `openai` SDK works with one base
+    URL: models, a streamed and a whole response, retrieve, input items, conversations, chat completions."""
+    client = openai.OpenAI(base_url=f"{stream_url}/v1", api_key=issuer.token(sub="alice"), max_retries=0)
+    assert [m.id for m in client.models.list().data]
+    with client.responses.stream(model="standin-model", input="streamed through the URL") as stream:
+        kinds = [event.type for event in stream]
+        streamed = stream.get_final_response()
+    assert kinds[0] == "response.created"
+    assert kinds[-1] == "response.completed"
+    whole = client.responses.create(
+        model="standin-model", input="and whole", previous_response_id=streamed.id
+    )
+    assert client.responses.retrieve(whole.id).output_text == whole.output_text
+    assert client.responses.input_items.list(whole.id).data[0].type == "message"
+    conversation = client.conversations.create(metadata={"via": "stream-url"})
+    assert client.conversations.retrieve(conversation.id).metadata == {"via": "stream-url"}
+    client.conversations.items.create(conversation.id, items=[{"role": "user", "content": "hello"}])
+    assert len(client.conversations.items.list(conversation.id).data) == 1
+    assert (
+        client.chat.completions.create(model="standin-model", messages=[{"role": "user", "content": "plain"}])
+        .choices[0]
+        .message.content
+    )
+    assert client.conversations.delete(conversation.id).deleted
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve("resp_nothing")
+    assert whole.conversation is not None
+    assert api.get(f"/conversations/{whole.conversation.id}").json()["message_count"] == 4

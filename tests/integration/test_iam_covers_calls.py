@@ -220,6 +220,36 @@ def test_every_s3_action_of_the_functions_is_granted(
             body={"model": "m", "conversation": cid, "messages": [{"role": "user", "content": [large]}]},
         ),
     )
+    # RSP-2, RSP-6: a response and a conversation item with an image write and read blobs too.
+    image = {"type": "input_image", "image_url": large["image_url"]["url"]}
+    answered = api.invoke(
+        "responses",
+        events.http_event(
+            "POST",
+            "/v1/responses",
+            route="/v1/responses",
+            body={"model": "m", "conversation": cid, "input": [{"role": "user", "content": [image]}]},
+        ),
+    )
+    assert answered.status == 200, answered.body
+    items = f"/v1/conversations/{cid}/items"
+    where = {"conversation_id": cid}
+    route = "/v1/conversations/{conversation_id}/items"
+    added = api.invoke(
+        "openai_conversations",
+        events.http_event(
+            "POST",
+            items,
+            route=route,
+            path_parameters=where,
+            body={"items": [{"role": "user", "content": [image]}]},
+        ),
+    )
+    assert added.status == 200, added.body
+    listed = api.invoke(
+        "openai_conversations", events.http_event("GET", items, route=route, path_parameters=where)
+    )
+    assert listed.status == 200, listed.body
     message_id = api.detail(cid).body["messages"][0]["message_id"]
     agent_api.pin(cid, message_id)
     # API-18..20: an edit and an append write blobs; the tree and a deletion show presigned URLs.
@@ -237,6 +267,8 @@ def test_every_s3_action_of_the_functions_is_granted(
     assert set(s3_calls) == {
         "post_message",
         "chat_completions",
+        "responses",
+        "openai_conversations",
         "get_conversation",
         "update_message",
         "purge_conversation",

@@ -42,6 +42,8 @@ EXPECTED = {
     "post_message": 201,
     "chat_completions": 200,
     "list_models": 200,
+    "responses": 200,
+    "openai_conversations": 200,
     "serve_console": 200,
     "list_conversations": 200,
     "get_conversation": 200,

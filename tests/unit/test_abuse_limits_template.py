@@ -49,6 +49,7 @@ def test_reserved_concurrency_is_optional_and_only_on_the_functions_that_call_th
         "StreamChatFunction",
         "EditMessageFunction",
         "RegenerateMessageFunction",
+        "ResponsesFunction",
     }
     reserved = {
         name

@@ -29,6 +29,7 @@ CALLS_THE_MODEL = frozenset(
         "summarize_conversation",
         "edit_message",
         "regenerate_message",
+        "responses",
     }
 )
 WATCHED = ("aws_xray_sdk", "httpx", "tiktoken")
@@ -120,3 +121,61 @@ def test_the_handler_decorator_builds_the_tracer_on_the_first_invocation() -> No
     assert outcome["before"] == [False, False]
     assert outcome["after"] == [True, True]
     assert outcome["status"] == 401
+
+
+_LOADED = """
+import json, sys
+import app
+print(json.dumps(sorted(m for m in sys.argv[1].split(",") if m in sys.modules)))
+"""
+#: The post path (the model client, the turn recorder, Powertools idempotency) and the request models.
+POST_PATH = ("chat_core.chat.post", "chat_core.llm.client", "aws_lambda_powertools.utilities.idempotency")
+READ_HANDLERS = (
+    "get_conversation",
+    "list_conversations",
+    "get_events",
+    "get_tree",
+    "get_usage",
+    "list_models",
+)
+
+
+@pytest.mark.parametrize("function", READ_HANDLERS)
+def test_a_read_handler_does_not_import_the_post_path(function: str) -> None:
+    """PERF-1: a read handler's init loads neither the post operation nor the model client."""
+    # Given a read handler imported in a fresh interpreter set up like Lambda
+    # When its modules are listed
+    loaded = json.loads(_run(function, _LOADED, ",".join(POST_PATH)))
+    # Then none of the post path is among them
+    assert loaded == []
+
+
+def test_the_queue_ingestion_imports_no_pydantic() -> None:
+    """PERF-1: SQS records are checked by hand (chat_core.http.ingest_message), so pydantic stays out."""
+    # Given the ingestion function imported in a fresh interpreter
+    # When its modules are listed
+    loaded = json.loads(_run("ingest_dialogue_entries", _LOADED, "pydantic,chat_core.http.dialogue_schemas"))
+    # Then neither pydantic nor the request models were imported
+    assert loaded == []
+
+
+_TRACED_INVOKE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import app
+from tests.support import events
+from tests.support.lambda_context import LambdaContext
+answer = app.lambda_handler(events.list_conversations(user=None), LambdaContext(function_name="list"))
+watched = ("aws_xray_sdk", "httpx", "requests")
+print(json.dumps({"status": answer["statusCode"], "loaded": sorted(m for m in watched if m in sys.modules)}))
+"""
+
+
+def test_a_traced_first_call_patches_no_http_client_the_function_never_imports() -> None:
+    """PERF-1: with tracing on, the first call builds the Tracer, which patches the AWS clients only:
+    X-Ray's patch_all would import httpx and requests into a function that never uses them."""
+    # Given list_conversations imported with tracing on (Tracing: Active)
+    # When it is invoked once (no identity: answered 401 before any DynamoDB call)
+    outcome = json.loads(_run("list_conversations", _TRACED_INVOKE, str(REPO)))
+    # Then the X-Ray SDK was loaded, and neither HTTP client
+    assert outcome == {"status": 401, "loaded": ["aws_xray_sdk"]}

@@ -50,6 +50,7 @@ class _Provider(BaseProvider):
     def __init__(self) -> None:
         self.segments: list[_Segment] = []
         self.patched_all = 0
+        self.patched: list[tuple[str, ...]] = []
         self.annotations: dict[str, Any] = {}
 
     @contextlib.contextmanager
@@ -68,7 +69,7 @@ class _Provider(BaseProvider):
         pass
 
     def patch(self, modules: Sequence[str]) -> None:
-        pass
+        self.patched.append(tuple(modules))
 
     def patch_all(self) -> None:
         self.patched_all += 1
@@ -201,3 +202,30 @@ def test_disabled_tracing_still_runs_the_handler(monkeypatch: pytest.MonkeyPatch
     assert lambda_handler({}, None) == "ok"
     assert tracer.real().disabled
     assert provider.patched_all == 0
+
+
+def test_the_service_tracer_patches_the_aws_clients_and_only_the_http_clients_imported(
+    in_lambda_with_tracing: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PERF-1 (cold start): the Tracer patches botocore and PynamoDB, and httpx/requests only where the
+    function imported them; X-Ray's patch_all would import every library it supports into every function."""
+    # Given a process that imported httpx (a function that calls the model) and not requests
+    import sys
+
+    from chat_core import observability
+
+    monkeypatch.setitem(sys.modules, "httpx", sys.modules.get("httpx") or object())
+    monkeypatch.delitem(sys.modules, "requests", raising=False)
+    provider = _Provider()
+    tracer = LazyTracer(service="chat-history", provider=provider, patch=observability.traced_libraries)
+
+    # When its first invocation builds the Tracer
+    tracer.capture_lambda_handler(lambda event, context: {"statusCode": 200})({}, None)
+
+    # Then only those libraries were patched, once, and patch_all never ran
+    assert provider.patched == [("botocore", "pynamodb", "httpx")]
+    assert provider.patched_all == 0
+
+    # And a function that never imported httpx does not patch (so does not import) it
+    monkeypatch.delitem(sys.modules, "httpx")
+    assert observability.traced_libraries() == ("botocore", "pynamodb")

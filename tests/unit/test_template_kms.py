@@ -170,6 +170,9 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         "StreamChatFunction",
         "EditMessageFunction",
         "AppendMessagesFunction",
+        # RSP-2, RSP-6: the Responses turn and the Conversations items write content parts too.
+        "ResponsesFunction",
+        "OpenAIConversationsFunction",
         # DLG-6: the S3 export writes a file, an import's upload URL is signed with the creating
         # function's role, the start route and the worker send to the import queue.
         "ExportWorldToS3Function",

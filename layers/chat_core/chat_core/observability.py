@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, cast, overload
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -23,18 +24,21 @@ class LazyTracer:
     """Powertools' `Tracer`, built on first use rather than at import (PERF-1, cold start).
 
     Building a `Tracer` imports its default provider, the X-Ray SDK, even with tracing disabled, and with
-    tracing on it patches botocore, httpx and the other supported libraries: 40-75 ms of CPU measured,
-    half of a bare `import boto3` or more. The handlers apply `@tracer.capture_lambda_handler` and
-    `@tracer.capture_method` at import, so those return a wrapper that builds the real `Tracer` on the
-    first call and hands the function to the real decorator then; every other attribute (`provider`,
-    `put_annotation`, `patch`...) builds it on access. Once built, it is the same `Tracer`, with the same
-    options, as `Tracer(**options)` at import would have been: tracing in Lambda, auto-patching,
-    POWERTOOLS_TRACE_DISABLED all behave as before, from the first invocation on. With tracing on, that
-    cost is paid by the first invocation instead of the init phase; with tracing off it is never paid.
+    tracing on it patches libraries (`patch` names them when given; the service's: `traced_libraries`):
+    40-75 ms of CPU measured with every library X-Ray supports, half of a bare `import boto3` or more.
+    The handlers apply `@tracer.capture_lambda_handler` and `@tracer.capture_method` at import, so those
+    return a wrapper that builds the real `Tracer` on the first call and hands the function to the real
+    decorator then; every other attribute (`provider`, `put_annotation`, `patch`...) builds it on access.
+    Once built, it is the same `Tracer`, with the same options, as `Tracer(**options)` at import would
+    have been: tracing in Lambda, auto-patching, POWERTOOLS_TRACE_DISABLED all behave as before, from
+    the first invocation on. With tracing on, that cost is paid by the first invocation instead of the
+    init phase; with tracing off it is never paid.
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, patch: Callable[[], Sequence[str]] | None = None, **options: Any) -> None:
         self._options = options
+        #: When given, the libraries to patch, chosen when the Tracer is built (`patch_modules`).
+        self._patch = patch
         self._tracer: Tracer | None = None
         self._lock = threading.Lock()
 
@@ -49,7 +53,10 @@ class LazyTracer:
         if tracer is None:
             with self._lock:
                 if self._tracer is None:
-                    self._tracer = Tracer(**self._options)
+                    options = dict(self._options)
+                    if self._patch is not None:
+                        options["patch_modules"] = tuple(self._patch())
+                    self._tracer = Tracer(**options)
                 tracer = self._tracer
         return tracer
 
@@ -184,10 +191,37 @@ def http_entry(app: Resolver, runtime: Runtime | None = None) -> Handler:
     return lambda_handler
 
 
+#: What every function's calls go through that X-Ray traces: each AWS call (botocore; PynamoDB over it).
+ALWAYS_TRACED = ("botocore", "pynamodb")
+#: Traced where the function's code imports them: httpx carries the model calls and the JWKS fetch.
+TRACED_WHERE_IMPORTED = ("httpx", "requests")
+
+
+def traced_libraries() -> tuple[str, ...]:
+    """The libraries the Tracer patches (PERF-1, cold start): the AWS clients, and the HTTP clients this
+    function's code has imported by the time the Tracer is built (at init under SnapStart, else the first
+    invocation; chat_core imports httpx at module level, so a function that calls the model has it by
+    then). X-Ray's `patch_all` would also import and patch every other library it supports that is
+    installed: httpx in the functions that never call the model, requests (installed with tiktoken, which
+    the service's encodings never use), sqlite3; code that never runs makes no subsegment, and importing
+    them cost a read handler's first call about half its CPU."""
+    return ALWAYS_TRACED + tuple(name for name in TRACED_WHERE_IMPORTED if name in sys.modules)
+
+
 _settings = current().settings
 
 logger = Logger(service=_settings.service_name)
-tracer = LazyTracer(service=_settings.service_name)
+tracer = LazyTracer(service=_settings.service_name, patch=traced_libraries)
 metrics = Metrics(service=_settings.service_name, namespace=_settings.metrics_namespace)
 
-__all__ = ["Handler", "LazyTracer", "MetricUnit", "entry", "http_entry", "logger", "metrics", "tracer"]
+__all__ = [
+    "Handler",
+    "LazyTracer",
+    "MetricUnit",
+    "entry",
+    "http_entry",
+    "logger",
+    "metrics",
+    "traced_libraries",
+    "tracer",
+]

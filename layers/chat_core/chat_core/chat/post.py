@@ -242,6 +242,10 @@ def _post(
         logger.info("turn ended at max steps", conversation_id=conversation_id, turn=turn.recorder.turn)
         body = _post_body(turn, None)
         return turn.outcome(body)
+    started = getattr(on_chunk, "turn_started", None)
+    if started is not None:
+        # A sink that names the answer before it is stored (the Responses events, RSP-5) learns its slot.
+        started(conversation_id, turn.reply_seq)
     window = assemble_window(
         turn.conversation,
         turn.history,

@@ -41,8 +41,13 @@ class StreamSink:
 
 
 def sse(chunk: Mapping[str, Any]) -> bytes:
-    """One Server-Sent Event carrying `chunk` as JSON."""
-    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\n"
+    """One Server-Sent Event carrying `chunk` as JSON; a Responses event (RSP-5: a `type` and a
+    `sequence_number`) is named by its type, as OpenAI names them."""
+    data = b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\n"
+    kind = chunk.get("type")
+    if isinstance(kind, str) and "sequence_number" in chunk:
+        return b"event: " + kind.encode("utf-8") + b"\n" + data
+    return data
 
 
 class SseResponse:
