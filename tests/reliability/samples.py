@@ -34,6 +34,16 @@ def body_for(route_key: str, ids: dict[str, str], marker: str = "sample") -> Any
         "POST /conversations/{conversation_id}/messages": {
             "messages": [{"role": "user", "content": f"{marker} appended"}]
         },
+        "POST /v1/responses": {"model": "gpt-4o-mini", "conversation": conversation_id, "input": marker},
+        "POST /v1/responses/input_tokens": {
+            "model": "gpt-4o-mini",
+            "conversation": conversation_id,
+            "input": f"{marker} count",
+        },
+        "POST /v1/conversations/{conversation_id}": {"metadata": {"topic": f"{marker} topic"}},
+        "POST /v1/conversations/{conversation_id}/items": {
+            "items": [{"type": "message", "role": "user", "content": f"{marker} item"}]
+        },
     }
     return bodies.get(route_key, {})
 

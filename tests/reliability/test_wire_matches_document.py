@@ -322,6 +322,45 @@ def test_every_answer_of_every_route_is_documented(
     rel_model.configure(mode="ok")
     assert client.get("/v1/models").status_code == 200
     assert client.get("/v1/models", headers={"X-User-Id": ""}).status_code == 401
+    # The Responses and Conversations routes (RSP-1..RSP-6): a success and a refusal of each.
+    made = client.post("/v1/responses", json={"model": "standin-model", "input": "hi"})
+    assert made.status_code == 200, made.text
+    response_id = made.json()["id"]
+    assert client.post("/v1/responses", json={"input": "x", "background": True}).status_code == 400
+    assert client.get(f"/v1/responses/{response_id}").status_code == 200
+    assert client.get(f"/v1/responses/{response_id}/input_items").status_code == 200
+    counted = client.post(
+        "/v1/responses/input_tokens",
+        json={"model": "standin-model", "input": "more", "previous_response_id": response_id},
+    )
+    assert counted.status_code == 200
+    assert client.delete(f"/v1/responses/{response_id}").status_code == 200
+    assert client.get(f"/v1/responses/{response_id}").status_code == 404
+    assert client.delete(f"/v1/responses/{response_id}").status_code == 404
+    opened = client.post(
+        "/v1/conversations", json={"items": [{"type": "message", "role": "user", "content": "hello"}]}
+    )
+    assert opened.status_code == 200, opened.text
+    v1 = f"/v1/conversations/{opened.json()['id']}"
+    assert client.get(v1).status_code == 200
+    assert client.post(v1, json={"metadata": {"topic": "wire"}}).status_code == 200
+    added = client.post(
+        f"{v1}/items",
+        json={
+            "items": [
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}
+            ]
+        },
+    )
+    assert added.status_code == 200, added.text
+    item_id = added.json()["data"][0]["id"]
+    assert client.get(f"{v1}/items").status_code == 200
+    assert client.get(f"{v1}/items/{item_id}").status_code == 200
+    assert client.delete(f"{v1}/items/{item_id}").status_code == 200
+    assert client.get(f"{v1}/items/{item_id}").status_code == 404
+    assert client.delete(v1).status_code == 200
+    assert client.get(v1).status_code == 404
+    assert client.post(v1, json={"metadata": {"topic": "gone"}}).status_code == 404
     # Branches and history (API-18..20): edit, regenerate, switch, the tree, append, delete.
     base = f"/conversations/{conversation_id}"
     edited = client.post(f"{base}/messages/{message_id}/edit", json={"content": "hello again"})

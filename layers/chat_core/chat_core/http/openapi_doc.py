@@ -158,11 +158,20 @@ def _error(status: int, error_ref: Mapping[str, Any]) -> dict[str, Any]:
 def operation_responses(route_key: str, refs: Mapping[str, Any]) -> dict[str, Any]:
     """The OpenAPI `responses` of one route ("METHOD /path" as in template.yaml)."""
     doc = ROUTES.get(route_key)
-    error_ref = refs[doc.error_model.__name__ if doc is not None else "ErrorOut"]
+    # The /v1 routes answer OpenAI's error shape (API-13).
+    default_error = "OpenAIErrorOut" if route_key.split(" ", 1)[-1].startswith("/v1/") else "ErrorOut"
+    error_ref = refs[doc.error_model.__name__ if doc is not None else default_error]
     if doc is None:
-        # A route this module does not describe yet: any 2xx, and the one error shape otherwise.
-        responses: dict[str, Any] = {"2XX": {"description": "Success (see the route's own documentation)"}}
-        for status in (*WRITE, 405):
+        # A route whose answer is not described field by field here (OpenAI's Response, Conversation
+        # and item objects, RSP-1..RSP-7, as OpenAI's API reference describes them): a JSON object on
+        # success, the error shape otherwise.
+        responses: dict[str, Any] = {
+            "2XX": {
+                "description": "Success: the object OpenAI's API reference describes for this route",
+                "content": _json({"type": "object"}),
+            }
+        }
+        for status in (*WRITE, 405, 429, 502):
             responses[str(status)] = _error(status, error_ref)
         return responses
     success: dict[str, Any] = {"description": "Success"}
