@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from tests.support.local_server import ServerProcess
+from tests.support.openai_sdk import sdk, stored
 from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = [pytest.mark.e2e, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -31,25 +32,10 @@ WEATHER = {
 }
 
 
-def sdk(server: ServerProcess, user: str = "alice") -> openai.OpenAI:
-    """The SDK as a user points it at the service: base URL, identity header (dev mode), no retries."""
-    return openai.OpenAI(
-        base_url=f"{server.url}/v1",
-        api_key="unused-locally",
-        default_headers={"X-User-Id": user},
-        max_retries=0,
-    )
-
-
 @pytest.fixture
 def client(server: ServerProcess, model: OpenAIStandin) -> Iterator[openai.OpenAI]:
     with sdk(server) as sdk_client:
         yield sdk_client
-
-
-def stored(api: httpx.Client, conversation_id: str) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = api.get(f"/conversations/{conversation_id}").json()["messages"]
-    return messages
 
 
 def test_a_plain_turn_then_a_second_that_remembers_it(
