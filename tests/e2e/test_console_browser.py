@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tests.support.jwt_issuer import jwt_issuer
-from tests.support.local_server import ServerProcess
+from tests.support.local_server import ServerProcess, settle_streams
 from tests.support.openai_standin import OpenAIStandin
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -599,6 +599,8 @@ def test_turn_log_and_usage_chart(console: Console) -> None:
     assert "ok" in turns
     assert "tokens" in turns
     assert "ms" in turns
+    # The usage is added from the table's stream (COST-3): the view is opened once it has delivered.
+    settle_streams(console.server.url)
     console.view("usage")
     console.until(lambda d: "model calls" in console.find("#usage-totals").text, "usage totals")
     assert "1 model calls" in console.find("#usage-totals").text

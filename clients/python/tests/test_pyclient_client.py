@@ -22,7 +22,7 @@ from chat_history_client import (
     ServiceUnavailable,
 )
 
-from tests.support.local_server import ServerProcess
+from tests.support.local_server import ServerProcess, settle_streams
 from tests.support.openai_standin import OpenAIStandin
 
 
@@ -202,11 +202,14 @@ def test_a_budget_refusal_is_raised_at_once_not_retried() -> None:
     assert refused.value.retry_after == 19508.0
 
 
-def test_usage_and_budgets_are_methods(alice: ChatHistoryClient) -> None:
+def test_usage_and_budgets_are_methods(alice: ChatHistoryClient, server: ServerProcess) -> None:
     """CLIENT-1 / COST-3 / COST-4: the caller's usage by day and model; setting a budget without being an
-    administrator is refused (403)."""
+    administrator is refused (403). Usage is added from the table's stream: each read below waits until
+    the server's stream has delivered what was written before it."""
+    settle_streams(server.url)
     before = alice.usage()["totals"]["calls"]
     alice.post_message("count me")
+    settle_streams(server.url)
     report = alice.usage()
     assert report["user_id"] == "alice"
     assert report["totals"]["calls"] == before + 1
