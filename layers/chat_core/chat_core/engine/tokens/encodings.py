@@ -261,8 +261,8 @@ _MODEL_ENCODINGS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 def encoding_for_model(model: str | None) -> str:
     """TOK-2 model -> encoding: gpt-4o/4.1/4.5/5 and o1/o3/o4 -> o200k_base; gpt-4, gpt-4-turbo,
     gpt-3.5-turbo, text-embedding-3/ada-002 -> cl100k_base; the open families (Llama 3/4, Qwen,
-    DeepSeek V3/R1, Mistral on tekken) -> their own tokenizer (families.py, overridable by
-    settings.model_tokenizers); None, unknown, or a family whose tokenizer is not shipped ->
+    DeepSeek V3/R1, Mistral on tekken and on SentencePiece v1-v7) -> their own tokenizer (families.py,
+    overridable by settings.model_tokenizers); None, unknown, or a family whose tokenizer is not shipped ->
     settings.default_encoding (`tokenizer_for_model` says which of these a name is).
 
     Dated snapshots ("gpt-4o-2024-08-06"), fine-tunes ("ft:gpt-4o-mini:org::id") and provider
