@@ -16,8 +16,9 @@ word-start marker to each run), control tokens count one each:
 - The system prompt: v7 gives it its own turn, `[SYSTEM_PROMPT]{content}[/SYSTEM_PROMPT]`; v1 to v3
   fold it into a user turn as `{system}\\n\\n{content}` (the first user turn for v1, the last one for
   v2 and v3), counted here as the system text plus its two newline tokens. The user text that
-  follows then starts without SentencePiece's word-start marker, which can change its first
-  word's count by one: the one place where the sum over messages is not exact.
+  follows then starts without SentencePiece's word-start marker, which changes its first word's
+  count (by -1 to +3 on the test corpora's 2,770 words, by 0 for 55% of them, more than 1 for 2%):
+  the one place where the sum over messages can count fewer tokens than the prompt.
 
 Other differences from mistral-common, all on the side of counting more: it merges consecutive
 messages of one role into one turn (joined by a blank line) where they are counted as separate
