@@ -167,6 +167,8 @@ class Message(TableItem, discriminator="message"):
     metadata = JSONAttribute(null=True)
     #: The turn-log events written with this message, compact JSON (engine.turnlog_codec, store.turn_log).
     log = UnicodeAttribute(null=True)
+    #: RSP-2: an answer's Responses settings as its create call answered them (chat.response_settings).
+    settings = UnicodeAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:

@@ -144,6 +144,7 @@ class MessageRecord:
     deleted_at: str | None = None
     metadata: Any = None
     log: str | None = None
+    settings: str | None = None
 
     @property
     def pk(self) -> str:
@@ -186,6 +187,7 @@ class MessageRecord:
             deleted_at=item.deleted_at,
             metadata=item.metadata,
             log=item.log,
+            settings=item.settings,
         )
 
     def to_item(self) -> Message:
