@@ -90,7 +90,29 @@ def test_a_retrieved_response_shows_the_settings_it_ran_with(
     assert read["tools"][0]["name"] == "lookup"
     assert read["metadata"] == {"ticket": "T-1"}
     assert (read["temperature"], read["max_output_tokens"], read["parallel_tool_calls"]) == (0.3, 200, False)
-    plain = client.responses.create(model="standin-model", input="Hello", previous_response_id=made.id)
+    same = dict(
+        instructions="Answer in one line.",
+        tools=[LOOKUP],
+        tool_choice="none",
+        parallel_tool_calls=False,
+        temperature=0.3,
+        top_p=0.9,
+        max_output_tokens=200,
+        text={"format": {"type": "json_object"}},
+        reasoning={"effort": "low"},
+        truncation="auto",
+        metadata={"ticket": "T-1"},
+    )
+    # A chained response with the same settings keeps them once (a reference), and shows them whole.
+    chained = client.responses.create(
+        model="standin-model",
+        input="And luck?",
+        previous_response_id=made.id,
+        **same,  # type: ignore[arg-type]
+    )
+    read = client.responses.retrieve(chained.id).model_dump()
+    assert {k: read[k] for k in SHOWN} == {k: created[k] for k in SHOWN}
+    plain = client.responses.create(model="standin-model", input="Hello", previous_response_id=chained.id)
     shown = client.responses.retrieve(plain.id)
     assert (shown.instructions, shown.tools, shown.temperature, shown.metadata) == (None, [], 1.0, {})
     assert plain.conversation is not None
@@ -99,7 +121,10 @@ def test_a_retrieved_response_shows_the_settings_it_ran_with(
         for i in _partition(api, "alice", plain.conversation.id)
         if i.get("role", {}).get("S") == "assistant"
     ]
-    assert ["settings" in item for item in answers] == [True, False]
+    kept = [item.get("settings", {}).get("S") for item in answers]
+    assert kept[0] is not None
+    assert kept[0].startswith("{")
+    assert kept[1:] == ["=2:" + kept[1].split(":")[1], None]
 
 
 def test_instructions_apply_to_one_response(

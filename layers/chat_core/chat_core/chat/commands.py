@@ -35,8 +35,9 @@ class PostMessage:
     #: RSP-2: a system message for this turn only (a Responses request's `instructions`), sent before
     #: the conversation's own system prompt and never stored as it (chat.response_settings).
     instructions: str | None = None
-    #: RSP-2: the Responses settings kept on the answer (chat.response_settings); None: none.
-    answer_settings: Mapping[str, Any] | None = None
+    #: RSP-2: the Responses settings kept on the answer, or a reference to an answer keeping the same
+    #: (chat.response_settings); None: none.
+    answer_settings: Mapping[str, Any] | str | None = None
 
     @property
     def has_content(self) -> bool:

@@ -366,6 +366,15 @@ def turn_input(
     return inputs[::-1], None
 
 
+def _settings(owner: str, answer: MessageRecord) -> dict[str, Any]:
+    """The settings an answer keeps, or those of the answer its reference names (one GetItem)."""
+    seq = response_settings.reference(answer.settings)
+    if seq is None:
+        return response_settings.decode(answer.settings)
+    holder = store.get_message(owner, answer.conversation_id, seq)
+    return response_settings.decode(holder.settings) if holder is not None else {}
+
+
 def get_response(owner: str, value: str) -> StoredResponse:
     conversation, answer = find_response(owner, value)
     inputs, previous = turn_input(owner, conversation, answer)
@@ -374,7 +383,7 @@ def get_response(owner: str, value: str) -> StoredResponse:
         message_view(answer),
         [message_view(m) for m in inputs],
         response_id(conversation.conversation_id, previous.seq) if previous is not None else None,
-        response_settings.decode(answer.settings),
+        _settings(owner, answer),
     )
 
 

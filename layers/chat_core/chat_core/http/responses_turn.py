@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from chat_core.chat import post, rate_limit, response_items, responses
+from chat_core.chat import post, rate_limit, response_items, response_settings, responses
 from chat_core.chat.commands import PostMessage
 from chat_core.chat.once import once
 from chat_core.errors import InvalidInput, TurnEnded
@@ -39,6 +39,7 @@ from chat_core.http.responses_api import (
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.statuses import status_for
 from chat_core.settings import get_settings
+from chat_core.store.records import MessageRecord
 
 if TYPE_CHECKING:
     from chat_core.llm.completion import ChatProvider
@@ -317,14 +318,17 @@ def _unstored(
     return result
 
 
-def _command(turn: PostMessageIn, request: ResponseCreateIn) -> PostMessage:
+def _command(turn: PostMessageIn, request: ResponseCreateIn, previous: MessageRecord | None) -> PostMessage:
     """The post of a Responses request: its instructions for this turn only, its settings kept with
-    the answer (a request that keeps nothing keeps no settings either)."""
+    the answer, or named on the answer it continues when they are the same (a request that keeps
+    nothing keeps no settings either)."""
     command = post_command(turn)
     as_sent = dict(command.as_sent)
     if request.instructions is not None:
         as_sent["instructions"] = request.instructions
-    kept = answered_settings(request) if request.store is not False else {}
+    kept = (
+        response_settings.shared(answered_settings(request), previous) if request.store is not False else None
+    )
     return replace(command, instructions=request.instructions, answer_settings=kept or None, as_sent=as_sent)
 
 
@@ -371,7 +375,7 @@ def _respond(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
         raise InvalidInput(f"input: {where}: {first.get('msg', 'invalid')}", field="input") from exc
-    command = _command(turn, request)
+    command = _command(turn, request, plan.previous)
     post.check_before_io(
         command, new=plan.conversation is None and not plan.prefix and plan.system_prompt is None
     )
@@ -385,7 +389,9 @@ def _respond(
     if made is not None and conversation_id is not None:
         made.append(conversation_id)
     if conversation_id is not None and turn.conversation_id is None:
-        command = _command(turn.model_copy(update={"conversation_id": conversation_id}), request)
+        command = _command(
+            turn.model_copy(update={"conversation_id": conversation_id}), request, plan.previous
+        )
     events = EventStream(emit, request, model) if emit is not None else None
     outcome = post.post_message(
         owner,
