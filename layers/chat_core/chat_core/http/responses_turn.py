@@ -312,7 +312,8 @@ def _unstored(
         events.finish(body)
         return {"answer": ResponseAnswer(200, body, headers, streamed=True)}
 
-    answered = once(unstored.ONCE_NAME, owner, idempotency_key, unstored.hashed_body(request), run, replay)
+    body = unstored.hashed_body(request)
+    answered = once(unstored.ONCE_NAME, owner, idempotency_key, body, run, replay, context)
     unstored.drop(owner, made)  # after the answer is recorded (a replay made nothing)
     result: ResponseAnswer = answered["answer"]
     return result
