@@ -146,6 +146,7 @@ class MessageRecord:
     log: str | None = None
     #: The tokenizer `tokens` was counted with (None on messages written before it was recorded).
     tokens_encoding: str | None = None
+    settings: str | None = None
 
     @property
     def pk(self) -> str:
@@ -189,6 +190,7 @@ class MessageRecord:
             metadata=item.metadata,
             log=item.log,
             tokens_encoding=item.tokens_encoding,
+            settings=item.settings,
         )
 
     def to_item(self) -> Message:
