@@ -153,3 +153,49 @@ class Bm25Baseline:
         costs = [int(t["tokens"]) for t in turns]
         kept = fill(index.ranking(question), costs, room_for_history(turns, question, budget))
         return {str(turns[i]["message_id"]) for i in kept}
+
+
+def engine_recall_available() -> bool:
+    """Whether this tree has the recall index's pure API (`chat_core.engine.recall.MemoryIndex`)."""
+    try:
+        from chat_core.engine import recall
+    except ImportError:
+        return False
+    return hasattr(recall, "MemoryIndex") and hasattr(recall, "document")
+
+
+class OurRetriever:
+    """Our retriever offline (`chat_core.engine.recall`: its analysis, segments and BM25), composed as
+    the window option documents it: `share` of the budget goes to older messages the recency window left
+    out, best first while they fit; the recency window keeps the rest. `share` 1.0: the whole history
+    room to retrieved turns, like the BM25 baseline (a comparison of the two retrievers alone)."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self._index: dict[int, tuple[Sequence[Mapping[str, Any]], Any]] = {}
+
+    def index(self, turns: Sequence[Mapping[str, Any]]) -> Any:
+        from chat_core.engine import recall
+
+        cached = self._index.get(id(turns))
+        if cached is None or cached[0] is not turns:
+            docs = [
+                recall.document(seq, seq - 1, str(t["role"]), str(t["content"]), int(t["tokens"]))
+                for seq, t in enumerate(turns, start=1)
+            ]
+            cached = self._index[id(turns)] = (turns, recall.MemoryIndex.build(docs))
+        return cached[1]
+
+    def __call__(self, turns: Sequence[Mapping[str, Any]], question: str, budget: int) -> set[str]:
+        index = self.index(turns)
+        if self.share >= 1.0:
+            recent: set[str] = set()
+            room = room_for_history(turns, question, budget)
+        else:
+            room = int(budget * self.share)
+            recent = recency(turns, question, budget - room)
+        seqs = {seq for seq, t in enumerate(turns, start=1) if str(t["message_id"]) in recent}
+        hits = index.search(question, limit=len(turns), keep=lambda doc: doc.seq not in seqs)
+        costs = [int(t["tokens"]) for t in turns]
+        kept = fill((h.doc.seq - 1 for h in hits), costs, room)
+        return recent | {str(turns[i]["message_id"]) for i in kept}
