@@ -1,4 +1,4 @@
-"""Recall (issue 32): evidence recall of the window at 1,000 / 2,000 / 4,000 tokens, and its cost.
+"""Recall (issue 32, MEM-40..43): evidence recall of the window at 1,000 / 2,000 / 4,000 tokens, and its cost.
 
 Methods: (a) recency only (`select_window`, what the service sends today), (b) our recall on (the window
 policy's `recall` option, through the window route's code with the index kept by the table stream's

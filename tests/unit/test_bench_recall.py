@@ -1,4 +1,4 @@
-"""The recall bench's pure parts: LoCoMo evidence mapping, the plain BM25 baseline, budget filling."""
+"""MEM-44: the recall bench's pure parts: LoCoMo evidence mapping, the plain BM25 baseline, budget filling."""
 
 from __future__ import annotations
 
