@@ -133,6 +133,8 @@ class Message(TableItem, discriminator="message"):
     status = UnicodeAttribute(default="ok")
     created_at = UnicodeAttribute()
     tokens = NumberAttribute(default=0)
+    #: The tokenizer `tokens` was counted with (engine.tokens encoding name); absent on older items.
+    tokens_encoding = UnicodeAttribute(null=True)
     model = UnicodeAttribute(null=True)
     usage = UsageMap(null=True)
     usage_reported = BooleanAttribute(null=True)
