@@ -1,0 +1,274 @@
+"""Recall (issue 32, MEM-40..43): evidence recall of the window at 1,000 / 2,000 / 4,000 tokens, and its cost.
+
+Methods: (a) recency only (`select_window`, what the service sends today), (b) our recall on (the window
+policy's `recall` option, through the window route's code with the index kept by the table stream's
+handler), (c) plain BM25 over the turns in the same budget (bench/recall_eval.py). Datasets: LoCoMo, the
+held-out check (read from RECALL_DATASET, never committed, never tuned on), and the synthetic tuning set
+(bench/recall_data.py). Then the service path at 10,000 messages: our own time per window, DynamoDB calls
+and bytes read.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench import Section, ms, progress, verdict
+from bench import recall_data as data
+from bench import recall_eval as ev
+from bench import recall_service as svc
+
+BUDGETS = (1_000, 2_000, 4_000)
+GOAL_RECALL = 0.70
+GOAL_P50_MS = 50.0
+LONG = 10_000  # messages in the service-path conversation
+ROUNDS = 12  # windows per question there
+SHARE = None  # recall: true, the documented default share of the budget
+#: Offline compositions of our retriever: the whole budget (retriever against retriever), 3/4 of it to
+#: recall beside recency (chosen before any measurement, not tuned on LoCoMo), and half of it (what
+#: `recall: true` takes).
+OFFLINE_SHARES = (1.0, 0.75, 0.5)
+
+Counted = list[tuple[data.Conversation, list[dict[str, Any]]]]
+
+
+def _offline(counted: Counted, method: ev.Method, budget: int) -> ev.Tally:
+    tally = ev.Tally()
+    for conv, turns in counted:
+        for q in conv.questions:
+            if q.evidence:
+                tally.add(q.category, q.evidence, method(turns, q.text, budget))
+    return tally
+
+
+def _through_service(counted: Counted) -> dict[int, ev.Tally]:
+    """(b): each conversation loaded into the table, its index kept by the stream handler, then one
+    window per question and budget with recall on; the window's kept and recalled entries count."""
+    tallies = {b: ev.Tally() for b in BUDGETS}
+    with svc.service() as loader:
+        for conv, turns in counted:
+            loaded = loader.load(turns)
+            last = max(i for i, t in enumerate(turns, start=1) if t["role"] == "assistant")
+            loader.upkeep(loaded, last)
+            for q in conv.questions:
+                if not q.evidence:
+                    continue
+                for budget in BUDGETS:
+                    run = loader.window(loaded, q.text, svc.recall_policy(budget, SHARE))
+                    tallies[budget].add(q.category, q.evidence, run.ids)
+            svc.note(f"{conv.name}: {len(conv.questions)} questions through the service")
+    return tallies
+
+
+def _recall_rows(
+    name: str, counted: Counted, categories: Sequence[str]
+) -> tuple[list[list[Any]], dict[str, float]]:
+    methods: list[tuple[str, Callable[[int], ev.Tally]]] = [
+        ("(a) recency only", lambda b: _offline(counted, ev.recency, b)),
+    ]
+    bm25 = ev.Bm25Baseline()
+    service: dict[int, ev.Tally] | None = None
+    if svc.recall_available():
+        progress(f"recall: {name}: recall on, through the service")
+        started = time.perf_counter()
+        service = _through_service(counted)
+        progress(f"recall: {name}: service windows in {time.perf_counter() - started:.0f}s")
+        methods.append(("(b) recall on (`recall: true`)", lambda b: service[b]))
+    if ev.engine_recall_available():
+        for share in OFFLINE_SHARES:
+            retriever = ev.OurRetriever(share)
+            label = (
+                "(b0) our retriever offline, whole budget"
+                if share >= 1.0
+                else f"(b{1 if share >= 0.75 else 2}) our retriever offline, recall {share:.0%} + recency"
+            )
+            methods.append((label, lambda b, r=retriever: _offline(counted, r, b)))
+    methods.append(("(c) plain BM25, whole budget", lambda b: _offline(counted, bm25, b)))
+    rows: list[list[Any]] = []
+    at_2000: dict[str, float] = {}
+    for budget in BUDGETS:
+        for label, measure in methods:
+            tally = measure(budget)
+            cells = [ev.share(tally.by_category.get(c, [0, 0])) for c in categories]
+            rows.append([f"{budget:,}", label, f"{tally.share:.2f}", *cells, tally.questions, tally.total])
+            if budget == 2_000:
+                at_2000[label.split(")")[0] + ")"] = tally.share
+        if service is None:
+            cells = ["" for _ in categories]
+            rows.append([f"{budget:,}", "(b) recall on", "pending", *cells, "", ""])
+    return rows, at_2000
+
+
+def _columns(categories: Sequence[str]) -> list[str]:
+    return ["window tokens", "method", "evidence recall", *categories, "questions", "evidence turns"]
+
+
+def _dataset_section(
+    title: str, convs: list[data.Conversation], notes: str
+) -> tuple[Section, dict[str, float]]:
+    counted = [(c, ev.with_counts(c.turns)) for c in convs]
+    categories = sorted({q.category for c in convs for q in c.questions if q.evidence})
+    rows, at_2000 = _recall_rows(title, counted, categories)
+    turns = sum(len(c.turns) for c in convs)
+    tokens = sum(t["tokens"] for _, ts in counted for t in ts)
+    unmapped = sum(q.unmapped for c in convs for q in c.questions)
+    no_evidence = sum(1 for c in convs for q in c.questions if not q.evidence)
+    facts = (
+        f"{len(convs)} conversations, {turns:,} turns ({tokens / len(convs):,.0f} tokens per conversation "
+        f"on average), {sum(len(c.questions) for c in convs):,} questions ({no_evidence} without a mapped "
+        f"evidence turn, left out; {unmapped} evidence labels naming no turn). "
+    )
+    return {"title": title, "columns": _columns(categories), "rows": rows, "notes": facts + notes}, at_2000
+
+
+def _service_section() -> tuple[Section, float | None]:
+    """10,000 messages (the synthetic generator at that length: 8 facts stated in its first sessions)."""
+    conv = data.tuning_set(conversations=1, sessions=LONG // 40, turns_per_session=40)[0]
+    turns = ev.with_counts(conv.turns)
+    configs = [("recency only", svc.recency_policy(2_000))]
+    if svc.recall_available():
+        configs.append(("recall on (`recall: true`)", svc.recall_policy(2_000, SHARE)))
+    rows: list[list[Any]] = []
+    p50_recall: float | None = None
+    with svc.service() as loader:
+        started = time.perf_counter()
+        loaded = loader.load(turns)
+        progress(f"recall: loaded {len(turns):,} messages in {time.perf_counter() - started:.0f}s")
+        upkeep = ""
+        if svc.recall_available():
+            last = max(i for i, t in enumerate(turns, start=1) if t["role"] == "assistant")
+            seconds, calls = loader.upkeep(loaded, last)
+            upkeep = f"index upkeep of all {len(turns):,} messages: {ms(seconds)} ms of our CPU, {calls}"
+        for label, policy in configs:
+            loader.window(loaded, conv.questions[0].text, policy)  # warm: encodings, caches
+            runs = []
+            tally = ev.Tally()
+            with svc.frozen_gc():
+                for round_ in range(ROUNDS):
+                    for q in conv.questions:
+                        run = loader.window(loaded, q.text, policy)
+                        runs.append(run)
+                        if round_ == 0:
+                            tally.add(q.category, q.evidence, run.ids)
+            own = sorted(r.own_seconds for r in runs)
+            p50 = statistics.median(own)
+            p99 = own[min(len(own) - 1, round(0.99 * (len(own) - 1)))]
+            shapes = sorted({r.described for r in runs})
+            rows.append(
+                [
+                    f"{len(turns):,}",
+                    label,
+                    len(runs),
+                    ms(p50),
+                    ms(p99),
+                    ms(statistics.median(r.store_seconds for r in runs)),
+                    " or ".join(shapes),
+                    f"{statistics.median(r.read_bytes for r in runs) / 1000:.1f}",
+                    f"{tally.share:.2f}",
+                ]
+            )
+            if "recall" in label:
+                p50_recall = p50 * 1000
+    notes = (
+        f"One conversation of {LONG:,} messages (the tuning generator at that length; its "
+        f"{len(conv.questions)} questions ask about facts stated in its first sessions, more than 9,500 "
+        "messages back), loaded with "
+        "two real posts and BatchWriteItem into a moto table built from template.yaml. "
+        + (upkeep + ". " if upkeep else "Recall is not in this tree yet: recency rows only. ")
+        + f"Each window is `chat.assembly.build_window` (the window route's code, no model call) at 2,000 "
+        f"tokens; {ROUNDS} rounds over the questions after one warm-up. Our time = the build's CPU time "
+        "(time.process_time) minus the CPU time moto spends answering its DynamoDB calls (measured around "
+        "moto's request handler, bench/dynamodb_meter.py): what remains is our code plus botocore's "
+        "request building and response parsing, which a Lambda does too; DynamoDB's own latency is not in "
+        "it. Store time = moto's answering time, shown apart (DynamoDB's would differ). KB read = response "
+        "bodies. Evidence recall = share of the questions' evidence turns in the window (first round)."
+    )
+    section = {
+        "title": f"Recall: the window route at {LONG:,} messages (2,000-token window)",
+        "columns": [
+            "history",
+            "window",
+            "windows",
+            "our p50 ms",
+            "our p99 ms",
+            "store (moto) p50 ms",
+            "DynamoDB calls per window",
+            "KB read per window",
+            "evidence recall",
+        ],
+        "rows": rows,
+        "notes": notes,
+    }
+    return section, p50_recall
+
+
+def run() -> list[Section]:
+    sections: list[Section] = []
+    summary: list[list[Any]] = []
+    tuning_notes = (
+        "Synthetic, generated by bench/recall_data.py (committed; tune here, never on LoCoMo): facts "
+        "stated once among small talk and distractors that reuse their words; questions direct, reworded "
+        "or in Chinese. The plain BM25 baseline has no Chinese segmentation, so it misses those."
+    )
+    progress("recall: tuning set")
+    section, _ = _dataset_section(
+        "Recall: evidence recall, synthetic tuning set", data.tuning_set(), tuning_notes
+    )
+    sections.append(section)
+    path = data.locomo_path()
+    if path is None:
+        sections.append(
+            {
+                "title": "Recall: evidence recall, LoCoMo (held-out)",
+                "columns": ["status"],
+                "rows": [["dataset missing: not measured"]],
+                "notes": data.LOCOMO_HOWTO,
+            }
+        )
+        summary.append(
+            ["recall: evidence at 2,000 tokens (LoCoMo)", "not measured (no dataset)", ">= 0.70", "n/a"]
+        )
+    else:
+        progress(f"recall: LoCoMo from {path}")
+        locomo_notes = (
+            "LoCoMo (snap-research/locomo): the held-out check, nothing tuned on it. Each QA item's question "
+            "is the current message; the conversation's turns (speaker_a as user, speaker_b as assistant, "
+            "a shared photo as its caption) are the history, all of them older than the question. Budgets "
+            "count the whole window in chat format with o200k_base (gpt-4o), exactly as the service does. "
+            "Evidence recall pools evidence turns over questions. Categories as LoCoMo's evaluation names "
+            "them (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial). "
+            + data.LOCOMO_HOWTO.split(". ", 1)[0]
+            + "."
+        )
+        section, at_2000 = _dataset_section(
+            "Recall: evidence recall, LoCoMo (held-out)", data.load_locomo(path), locomo_notes
+        )
+        sections.append(section)
+        ours = at_2000.get("(b)")
+        offline = at_2000.get("(b1)")
+        summary.append(
+            [
+                "recall: evidence at 2,000 tokens (LoCoMo; recency / BM25 / ours offline 75% / recall on)",
+                f"{at_2000.get('(a)', 0):.2f} / {at_2000.get('(c)', 0):.2f} / "
+                + ("n/a" if offline is None else f"{offline:.2f}")
+                + " / "
+                + ("pending" if ours is None else f"{ours:.2f}"),
+                ">= 0.70 with recall on",
+                "n/a" if ours is None else verdict(ours >= GOAL_RECALL),
+            ]
+        )
+    progress("recall: service path")
+    section, p50 = _service_section()
+    sections.append(section)
+    summary.append(
+        [
+            f"recall: our p50 per window at {LONG:,} messages, recall on",
+            "pending" if p50 is None else f"{p50:.1f} ms",
+            f"< {GOAL_P50_MS:.0f} ms",
+            "n/a" if p50 is None else verdict(p50 < GOAL_P50_MS),
+        ]
+    )
+    sections[0]["summary"] = summary
+    return sections
