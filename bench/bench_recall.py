@@ -10,6 +10,7 @@ and bytes read.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,9 @@ GOAL_P50_MS = 50.0
 LONG = 10_000  # messages in the service-path conversation
 ROUNDS = 12  # windows per question there
 SHARE = None  # recall: true, the documented default share of the budget
+#: (b) through the service builds one window per question and budget in moto (about 6,000 on LoCoMo): it
+#: takes every EVERY-th question of each conversation (RECALL_SERVICE_EVERY, default 4; 1 = all of them).
+EVERY = max(1, int(os.environ.get("RECALL_SERVICE_EVERY", "4")))
 #: Offline compositions of our retriever: the whole budget (retriever against retriever), 3/4 of it to
 #: recall beside recency (chosen before any measurement, not tuned on LoCoMo), and half of it (what
 #: `recall: true` takes).
@@ -52,7 +56,7 @@ def _through_service(counted: Counted) -> dict[int, ev.Tally]:
             loaded = loader.load(turns)
             last = max(i for i, t in enumerate(turns, start=1) if t["role"] == "assistant")
             loader.upkeep(loaded, last)
-            for q in conv.questions:
+            for q in conv.questions[::EVERY]:
                 if not q.evidence:
                     continue
                 for budget in BUDGETS:
@@ -75,7 +79,8 @@ def _recall_rows(
         started = time.perf_counter()
         service = _through_service(counted)
         progress(f"recall: {name}: service windows in {time.perf_counter() - started:.0f}s")
-        methods.append(("(b) recall on (`recall: true`)", lambda b: service[b]))
+        sampled = "" if EVERY == 1 else f", every {EVERY}th question"
+        methods.append((f"(b) recall on (`recall: true`{sampled})", lambda b: service[b]))
     if ev.engine_recall_available():
         for share in OFFLINE_SHARES:
             retriever = ev.OurRetriever(share)
