@@ -42,7 +42,17 @@ from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 ANSWERS = Path(__file__).with_name("answers")
-FAMILIES = ("conversations", "messages", "openai", "usage", "worlds", "world_files", "console", "responses", "memory")
+FAMILIES = (
+    "conversations",
+    "messages",
+    "openai",
+    "usage",
+    "worlds",
+    "world_files",
+    "console",
+    "responses",
+    "memory",
+)
 
 
 @pytest.fixture(scope="module")

@@ -29,10 +29,14 @@ def _answer(*operations: dict[str, object]) -> str:
 
 def test_a_valid_answer_parses_and_an_update_supersedes_the_old_fact() -> None:
     # Given an answer that updates a current fact and adds a preference (in a fenced block)
-    answer = "```json\n" + _answer(
-        {"op": "update", "id": "F1", "text": "The user lives in Berlin", "sources": ["M2"]},
-        {"op": "add", "text": "The user prefers tea", "kind": "preference", "sources": ["M2"]},
-    ) + "\n```"
+    answer = (
+        "```json\n"
+        + _answer(
+            {"op": "update", "id": "F1", "text": "The user lives in Berlin", "sources": ["M2"]},
+            {"op": "add", "text": "The user prefers tea", "kind": "preference", "sources": ["M2"]},
+        )
+        + "\n```"
+    )
     # When it is parsed and planned
     operations = parse_operations(answer, current=CURRENT, message_ids=["M2"])
     ids = (f"N{i}" for i in itertools.count())

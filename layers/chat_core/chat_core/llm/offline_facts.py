@@ -79,7 +79,7 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
                     continue
                 text = template.format(found.group(1).strip()[:120])
                 if text.lower() in texts:
-                    break
+                    continue
                 same = [
                     i for i, t in current.items() if subject and t.startswith(subject) and i not in touched
                 ]
@@ -91,5 +91,4 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
                 else:
                     operations.append({"op": "add", "text": text, "kind": kind, "sources": [source]})
                 texts.add(text.lower())
-                break
     return json.dumps({"operations": operations})
