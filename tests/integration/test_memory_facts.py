@@ -59,7 +59,8 @@ def test_facts_appear_after_a_turn_and_a_contradiction_supersedes(facts_on: Tabl
     # Then the fact is listed with its source message
     [fact] = _memory().body["facts"]
     assert fact["text"] == "The user lives in Paris"
-    assert fact["kind"] == "fact" and fact["status"] == "active"
+    assert fact["kind"] == "fact"
+    assert fact["status"] == "active"
     assert fact["sources"][0]["conversation_id"] == cid
     # When a later turn contradicts it
     _turn(facts_on, "I live in Berlin, and I like jazz", cid)
@@ -117,7 +118,8 @@ def test_the_window_carries_the_known_facts_block(facts_on: TableStream) -> None
     assert window.status == 200, window.body
     # Then the block follows the system prompt, within the window's budget
     blocks = [m for m in window.body["messages"] if str(m.get("content", "")).startswith("Known facts")]
-    assert len(blocks) == 1 and "The user lives in Oslo" in blocks[0]["content"]
+    assert len(blocks) == 1
+    assert "The user lives in Oslo" in blocks[0]["content"]
     assert window.body["stats"]["facts"]["included"] == 1
     # And without it, there is none
     plain = api.window(cid, "where do I live?")
