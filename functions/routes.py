@@ -382,7 +382,13 @@ FUNCTIONS: tuple[Function, ...] = (
         folder="build_window",
         operation="POST /conversations/{conversation_id}/window (no model call)",
         http=(HttpRoute("POST", "/conversations/{conversation_id}/window"),),
-        grants=(Grant(("dynamodb:Query",), "table"),),
+        grants=(
+            Grant(
+                ("dynamodb:Query", "dynamodb:GetItem"),
+                "table",
+                "Query: the conversation and its newest messages (and the owner's facts, MEM-35); GetItem: the facts' source messages (TransactGetItems).",
+            ),
+        ),
     ),
     Function(
         name="GetEvents",

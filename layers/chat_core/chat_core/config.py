@@ -134,7 +134,7 @@ class Settings:
     summary_max_tokens: int = 400
     summary_max_steps: int = 4
     summary_model: str | None = None
-    # long-term facts (MEM-30..39): extraction off by default; "opt_in" extracts from conversations whose
+    # long-term facts (MEM-30..37): extraction off by default; "opt_in" extracts from conversations whose
     # window policy asks for facts, "all" from every conversation but those that turn it off
     facts_extraction: str = "off"
     facts_model: str | None = None

@@ -1,4 +1,4 @@
-"""Long-term facts (MEM-30..39): extraction of durable facts and preferences off the table's stream.
+"""Long-term facts (MEM-30..37): extraction of durable facts and preferences off the table's stream.
 
 Off by default (FACTS_EXTRACTION=off). With `opt_in`, a conversation whose window policy asks for facts
 (`"facts": true` or `{"max_tokens": N}`) is extracted from; with `all`, every conversation is but one whose

@@ -1,4 +1,4 @@
-"""Long-term facts (MEM-30..39): the extraction answer's operations, validated, and what they change.
+"""Long-term facts (MEM-30..37): the extraction answer's operations, validated, and what they change.
 
 The extraction call is shown the owner's current facts and the new messages of one conversation, and
 answers with operations as JSON: `{"operations": [...]}`, each `add` (a new fact), `update` (a new text

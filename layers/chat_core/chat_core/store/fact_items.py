@@ -1,4 +1,4 @@
-"""Long-term facts in the table (MEM-30..39): one partition per owner, `USER#<owner>#FACTS`.
+"""Long-term facts in the table (MEM-30..37): one partition per owner, `USER#<owner>#FACTS`.
 
 Items: `FACT#<id>` (one fact: text, kind, sources, state) and `MARK#<conversation id>` (the highest
 message seq of that conversation already shown to the extraction call: each turn is extracted once).
