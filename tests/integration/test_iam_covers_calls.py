@@ -171,7 +171,8 @@ def test_every_dynamodb_action_of_the_memory_functions_is_granted(
     renew()
     stream = TableStream("chat-history-it")
     cid = _turn(stream, "I live in Paris. I like tea.")
-    _turn(stream, "I live in Rome", cid, window_policy={"max_messages": 10, "facts": True})
+    assert api.update(cid, window_policy={"max_messages": 10, "facts": True}).status == 200
+    _turn(stream, "I live in Rome", cid)
     api.window(cid, "where?", window_policy={"max_tokens": 2000, "facts": {"max_tokens": 100}})
     facts = _memory().body["facts"]
     assert _forget(facts[0]["id"]).status == 204
