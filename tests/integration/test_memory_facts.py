@@ -131,3 +131,24 @@ def test_extraction_is_off_by_default(chat_service: None) -> None:
     stream = TableStream(TABLE)
     _turn(stream, "I live in Lima.")
     assert _memory().body["facts"] == []
+
+
+def test_opt_in_extracts_only_from_conversations_whose_policy_asks(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FACTS_EXTRACTION", "opt_in")
+    renew()
+    stream = TableStream(TABLE)
+    # Given a conversation without facts in its policy, and one with
+    _turn(stream, "I live in Nice.")
+    asked = api.create(window_policy={"max_messages": 10, "facts": True}).body["conversation_id"]
+    assert _memory().body["facts"] == []
+    # When a turn of the second says something durable, Then only that one is extracted
+    _turn(stream, "I work as a pilot.", asked)
+    assert [f["text"] for f in _memory().body["facts"]] == ["The user works as pilot"]
+
+
+def test_a_conversation_may_opt_out_when_all_are_extracted(facts_on: TableStream) -> None:
+    quiet = api.create(window_policy={"max_messages": 10, "facts": {"extract": False}})
+    _turn(facts_on, "I live in Turin.", quiet.body["conversation_id"])
+    assert _memory().body["facts"] == []
