@@ -393,7 +393,13 @@ FUNCTIONS: tuple[Function, ...] = (
         folder="build_window",
         operation="POST /conversations/{conversation_id}/window (no model call)",
         http=(HttpRoute("POST", "/conversations/{conversation_id}/window"),),
-        grants=(Grant(("dynamodb:Query",), "table"),),
+        grants=(
+            Grant(
+                ("dynamodb:Query", "dynamodb:GetItem"),
+                "table",
+                "Query: the conversation and its newest messages (and the owner's facts, MEM-35); GetItem: the facts' source messages (TransactGetItems).",
+            ),
+        ),
     ),
     Function(
         name="GetEvents",
@@ -418,6 +424,22 @@ FUNCTIONS: tuple[Function, ...] = (
                 ("dynamodb:Query",),
                 "table",
                 "Query: the days asked for, then the month's days with the budget item.",
+            ),
+        ),
+    ),
+    Function(
+        name="MemoryFacts",
+        folder="memory_facts",
+        operation="GET /memory, DELETE /memory/{fact_id} (the caller's long-term facts; MEM-32, MEM-33)",
+        http=(
+            HttpRoute("GET", "/memory"),
+            HttpRoute("DELETE", "/memory/{fact_id}", event="Delete"),
+        ),
+        grants=(
+            Grant(
+                ("dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchWriteItem"),
+                "table",
+                "Query: a page of facts (and the whole partition to delete a fact's earlier versions); GetItem: the fact, and each source message and conversation (TransactGetItems); BatchWriteItem: facts deleted, and facts whose every source is gone.",
             ),
         ),
     ),
@@ -795,7 +817,10 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
         timeout=120,
         env=(("SUMMARY_INPUT_MAX_TOKENS", "6000"), ("SUMMARY_MAX_TOKENS", "400")),
-        env_params=(("SUMMARY_MARGIN_MESSAGES", "SummaryMarginMessages"),),
+        env_params=(
+            ("SUMMARY_MARGIN_MESSAGES", "SummaryMarginMessages"),
+            ("FACTS_EXTRACTION", "FactsExtraction"),
+        ),
         calls_model=True,
         prices=True,
         grants=(
@@ -808,7 +833,7 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:UpdateItem",
                 ),
                 "table",
-                "Query: the conversation, its summary and newest messages, then the span to summarize. PutItem: the summary (conditioned on the one it replaces). GetItem: the conversation still live after that write, and each usage-of-the-day item before its update; UpdateItem: that item (the batch's priced replies added, COST-3); DeleteItem: the summary again when it was deleted meanwhile.",
+                "Query: the conversation, its summary and newest messages, then the span to summarize. PutItem: the summary (conditioned on the one it replaces). GetItem: the conversation still live after that write, and each usage-of-the-day item before its update; UpdateItem: that item (the batch's priced replies added, COST-3); DeleteItem: the summary again when it was deleted meanwhile. Facts (MEM-31): Query the owner's facts and the new messages, GetItem the conversation and the facts' sources (TransactGetItems), one TransactWrite of the facts, the mark, the charge and the facts whose sources are gone (PutItem, UpdateItem, DeleteItem).",
             ),
             Grant(("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"), "stream"),
             Grant(("dynamodb:ListStreams",), "streams"),

@@ -52,6 +52,8 @@ HTTP: dict[str, dict[str, Any]] = {
     },
     "get_events": {"path": {"conversation_id": CONVERSATION}, "query": {"limit": "200"}},
     "get_usage": {"query": {"from": "2026-11-01", "to": "2026-11-30"}},
+    # MEM-32: the caller's current facts taken from one conversation.
+    "memory_facts": {"query": {"limit": "20", "conversation_id": CONVERSATION}},
     # COST-4: an administrator (the deployment's ADMIN_GROUP, chat-admins here) sets bob's limits.
     "set_budget": {
         "path": {"user_id": "bob"},

@@ -2,8 +2,9 @@
 
 The event source mapping sends only INSERTs of assistant messages (one record per turn). Their prices are
 first added to their owners' day items (each exactly once: `chat.usage_stream`), then each long
-conversation's running summary is brought up to date. A batch in which either failed raises, so Lambda
-retries it (bisecting, bounded retries, then the on-failure queue); usage already added is not added
+conversation's running summary is brought up to date, then (when FACTS_EXTRACTION is on) each
+conversation's long-term facts are extracted (MEM-31). A batch in which any of them failed raises, so
+Lambda retries it (bisecting, bounded retries, then the on-failure queue); usage already added is not added
 again, the stored summary stays as it was meanwhile, and the posts never wait for any of this. The
 mapping's tumbling window is there for the `shardId` Lambda then puts in each event (the usage's
 watermarks are per shard); every answer carries the `state` such a mapping requires. Invoked directly
@@ -15,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import summaries, usage_stream
+from chat_core.chat import facts, summaries, usage_stream
+from chat_core.errors import ChatError
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
 
@@ -25,7 +27,22 @@ from chat_core.observability import entry
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
         usage_stream.record_usage(event["Records"], event.get("shardId"))
-        return {**summaries.process_stream(event["Records"], context=context), "state": {}}
+        # MEM-31: facts are extracted after the summaries even when a summary failed; the first
+        # failure is raised at the end so Lambda retries the batch (each step skips what it did).
+        failure: ChatError | None = None
+        try:
+            answer = summaries.process_stream(event["Records"], context=context)
+        except ChatError as exc:
+            failure, answer = exc, {}
+        try:
+            extracted = facts.process_stream(event["Records"], context=context)
+        except facts.FactsFailed as exc:
+            failure, extracted = failure or exc, None
+        if failure is not None:
+            raise failure
+        if extracted is not None:
+            answer["facts"] = extracted
+        return {**answer, "state": {}}
     owner, conversation_id = owner_and_conversation(event)
     outcome = summaries.summarize_conversation(owner, conversation_id, context=context)
     return outcome.to_dict()

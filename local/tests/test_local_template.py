@@ -30,7 +30,8 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
         assert routes[key].module_file.is_file()
     # One function per operation: a function serves several routes only as one operation's ways in
     # (API-21: create by key, read by key; CON-1: the console page and its files), or as one resource
-    # family of OpenAI's API (RSP-2, RSP-6: a response, a conversation and their items).
+    # family of OpenAI's API (RSP-2, RSP-6: a response, a conversation and their items), or the caller's
+    # long-term facts, listed and deleted (MEM-32, MEM-33).
     by_function: dict[str, set[str]] = {}
     for key, function in routes.items():
         by_function.setdefault(function.logical_id, set()).add(key)
@@ -39,6 +40,7 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
         "CreateConversationFunction": {"POST /conversations", "PUT /conversation-keys/{key}"},
         "GetConversationFunction": {"GET /conversations/{conversation_id}", "GET /conversation-keys/{key}"},
         "ServeConsoleFunction": {"GET /console", "GET /console/{file+}"},
+        "MemoryFactsFunction": {"GET /memory", "DELETE /memory/{fact_id}"},
         "ResponsesFunction": {
             "POST /v1/responses",
             "POST /v1/responses/input_tokens",

@@ -56,6 +56,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[str]]:
             if operation == "TransactWriteItems":
                 for item in params.get("TransactItems", []):
                     calls[function].update(_TRANSACT_ACTIONS[kind] for kind in item)
+            elif operation == "TransactGetItems":
+                calls[function].add("GetItem")  # IAM authorizes each of its Gets as GetItem
             else:
                 calls[function].add(operation)
         return original(self, operation, params)
@@ -167,6 +169,32 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
         "delete_message",
         "responses",
     }
+    for function, actions in recorded.items():
+        missing = actions - granted[function]
+        assert not missing, f"{function} performs {sorted(missing)} but its route entry does not grant them"
+
+
+def test_every_dynamodb_action_of_the_memory_functions_is_granted(
+    chat_service: None, recorded: dict[str, set[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MEM-31..35: extraction on the stream, a window and a post with facts, listing, deleting (a fact,
+    and a message whose fact then goes): each function's actions are in its policy."""
+    from tests.integration.test_memory_facts import _forget, _memory, _turn
+
+    monkeypatch.setenv("FACTS_EXTRACTION", "all")
+    renew()
+    stream = TableStream("chat-history-it")
+    cid = _turn(stream, "I live in Paris. I like tea.")
+    assert api.update(cid, window_policy={"max_messages": 10, "facts": True}).status == 200
+    _turn(stream, "I live in Rome", cid)
+    api.window(cid, "where?", window_policy={"max_tokens": 2000, "facts": {"max_tokens": 100}})
+    facts = _memory().body["facts"]
+    assert _forget(facts[0]["id"]).status == 204
+    source = facts[1]["sources"][0]["message_id"]
+    assert api.delete_message(cid, source).status == 200
+    _memory(include_superseded="true")
+    granted = granted_actions()
+    assert set(recorded) >= {"post_message", "summarize_conversation", "build_window", "memory_facts"}
     for function, actions in recorded.items():
         missing = actions - granted[function]
         assert not missing, f"{function} performs {sorted(missing)} but its route entry does not grant them"

@@ -41,7 +41,7 @@ DOMAIN = {"chat", "dialogue"}
 DOMAIN_MAY_NOT_IMPORT = {"store.items"}
 #: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.
 #: (`chat.recording` caps and records what the model answered, so it knows the model client's records.)
-MODEL_CALLERS = {"chat.post", "chat.answer", "chat.recording", "chat.summaries"}
+MODEL_CALLERS = {"chat.post", "chat.answer", "chat.recording", "chat.summaries", "chat.facts"}
 #: Imports deliberately left inside a function, each for a reason other than another module's weight:
 #: tiktoken loads with the encoding files on the first exact count (TOK-3), sentencepiece on the first count
 #: of a Mistral SentencePiece tokenizer (TOK-10); Powertools' SSM/Secrets

@@ -20,6 +20,15 @@ def _int(name: str, default: int) -> int:
         raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from exc
 
 
+def _facts_mode(raw: str) -> str:
+    mode = raw.strip().lower() or "off"
+    if mode in ("0", "false", "no"):
+        return "off"
+    if mode not in ("off", "opt_in", "all"):
+        raise ValueError(f"environment variable FACTS_EXTRACTION must be off, opt_in or all, got {raw!r}")
+    return mode
+
+
 def _float(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -129,6 +138,12 @@ class Settings:
     summary_max_tokens: int = 400
     summary_max_steps: int = 4
     summary_model: str | None = None
+    # long-term facts (MEM-30..37): extraction off by default; "opt_in" extracts from conversations whose
+    # window policy asks for facts, "all" from every conversation but those that turn it off
+    facts_extraction: str = "off"
+    facts_model: str | None = None
+    facts_input_max_tokens: int = 4000
+    facts_max_current: int = 100
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
     # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
@@ -212,6 +227,10 @@ def read_settings() -> Settings:
         summary_max_tokens=max(32, _int("SUMMARY_MAX_TOKENS", 400)),
         summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
         summary_model=_str("SUMMARY_MODEL") or None,
+        facts_extraction=_facts_mode(_str("FACTS_EXTRACTION", "off")),
+        facts_model=_str("FACTS_MODEL") or None,
+        facts_input_max_tokens=max(500, _int("FACTS_INPUT_MAX_TOKENS", 4000)),
+        facts_max_current=max(1, _int("FACTS_MAX_CURRENT", 100)),
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
         prices=_str("PRICES"),
         prices_parameter=_str("PRICES_PARAMETER") or None,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat_core.chat import paths, summary_window
+from chat_core.chat import memory, paths, summary_window
 from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
@@ -125,6 +125,8 @@ class AssembledWindow:
 
     result: WindowResult
     prompt_tokens: int
+    #: MEM-35: the known-facts block it carries, if its policy asked for one (memory.facts_block).
+    facts: Mapping[str, Any] | None = None
 
 
 def assemble_window(
@@ -151,6 +153,8 @@ def assemble_window(
     policy = _room_for_settings(
         window_policy(policy_override or conversation.window_policy, model), generation, model
     )
+    stored_policy = policy_override or conversation.window_policy
+    policy, facts = memory.with_facts(conversation.owner, stored_policy, policy, model)
     system = None
     system_tokens = 0
     if conversation.system_prompt:
@@ -177,6 +181,7 @@ def assemble_window(
     )
     if tail:
         result = WindowResult(result.messages + [to_openai(m) for m in tail], result.stats)
+    result = memory.insert_block(result, facts)
     dropped = {d.ref for d in result.stats.dropped}
     sent = [m for m in (*pinned, *usable) if m["message_id"] not in dropped]
     prompt = system_tokens + sum(int(m["tokens"]) for m in (*sent, *tail))
@@ -186,7 +191,10 @@ def assemble_window(
         prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
     # The stored counts are exact counts for `model`, so is the reply priming (a family's own header).
-    return AssembledWindow(result, prompt + tokens.reply_priming_tokens(model=model) + generation.tool_tokens)
+    prompt += int(facts["tokens"]) if facts is not None else 0
+    return AssembledWindow(
+        result, prompt + tokens.reply_priming_tokens(model=model) + generation.tool_tokens, facts
+    )
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:
@@ -199,7 +207,7 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
     conversation = conversation_of(recent.conversation, conversation_id)
     model = request.model or conversation.model
     generation = turn_settings(conversation.defaults, request.settings, model)
-    window = assemble_window(
+    assembled = assemble_window(
         conversation,
         recent.messages,
         request.for_model(),
@@ -208,13 +216,16 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
         override,
         summary=recent.summary,
         generation=generation,
-    ).result
+    )
+    window = assembled.result
     inspected = inspect_window(conversation, recent.messages, recent.summary, window, model, generation)
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
     stats["summary"] = summary_window.summary_stats(recent.summary, window)
     stats.update(generation.window_stats())
+    if assembled.facts is not None:
+        stats["facts"] = {"included": len(assembled.facts["facts"]), "tokens": assembled.facts["tokens"]}
     # What the model call would carry besides the messages (API-11), the reply size as clamped.
     return {
         "messages": window.messages,

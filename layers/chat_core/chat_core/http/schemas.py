@@ -12,6 +12,7 @@ MAX_TITLE_CHARS = 200
 MAX_SYSTEM_PROMPT_CHARS = 20_000
 MAX_POLICY_CHARS = 1_000_000
 MAX_POLICY_TOKENS = 2_000_000
+MAX_FACTS_TOKENS = 8_000
 
 ModelName = Annotated[
     str,
@@ -28,6 +29,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
+class FactsPolicyIn(_Strict):
+    """MEM-35: the window's block of known facts: at most `max_tokens` of the window's budget (a budget of
+    its own when the policy has no token budget); `extract: false` keeps this conversation's turns out of
+    fact extraction (MEM-31)."""
+
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_FACTS_TOKENS)
+    extract: bool | None = None
+
+
 class WindowPolicyIn(_Strict):
     """A conversation's own window policy (WIN-3), instead of the seed-003 default (WIN-2).
 
@@ -39,6 +49,8 @@ class WindowPolicyIn(_Strict):
     max_chars: int | None = Field(default=None, ge=1, le=MAX_POLICY_CHARS)
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_POLICY_TOKENS)
     method: Literal["estimate", "approx", "exact"] = "exact"
+    #: MEM-35: a block of the owner's known facts (`true`: up to 256 tokens).
+    facts: bool | FactsPolicyIn | None = None
 
     @model_validator(mode="after")
     def _some_limit(self) -> WindowPolicyIn:

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from chat_core.engine import tokens
 from chat_core.errors import ChatError
+from chat_core.llm import offline_facts
 from chat_core.llm.completion import ChunkSink, Completion, StreamInterrupted, Usage, to_openai_messages
 from chat_core.settings import Settings, get_settings
 
@@ -49,7 +50,12 @@ class OfflineProvider:
         model = model or self.settings.llm_model
         sent = to_openai_messages(messages)
         prompt_tokens = _local_chat_tokens(sent, model)
-        content = self._reply(sent, prompt_tokens)
+        # MEM-37: the fact extraction prompt is answered with operations, as a real model would.
+        content = (
+            offline_facts.answer(sent)
+            if offline_facts.is_extraction(sent)
+            else self._reply(sent, prompt_tokens)
+        )
         completion_tokens = _local_text_tokens(content, model)
         usage = Usage(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens)
         digest = hashlib.sha256(json.dumps(sent, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
