@@ -1,13 +1,16 @@
-"""Table stream -> the owners' usage of the day (COST-3) and summary compression (seed 001).
+"""Table stream -> the owners' usage of the day (COST-3), summary compression (seed 001) and the recall
+index (MEM-5).
 
 The event source mapping sends only INSERTs of assistant messages (one record per turn). Their prices are
 first added to their owners' day items (each exactly once: `chat.usage_stream`), then each long
-conversation's running summary is brought up to date. A batch in which either failed raises, so Lambda
-retries it (bisecting, bounded retries, then the on-failure queue); usage already added is not added
-again, the stored summary stays as it was meanwhile, and the posts never wait for any of this. The
-mapping's tumbling window is there for the `shardId` Lambda then puts in each event (the usage's
-watermarks are per shard); every answer carries the `state` such a mapping requires. Invoked directly
-with `{"owner": "...", "conversation_id": "..."}` it brings that one conversation's summary up to date.
+conversation's running summary is brought up to date, then each conversation's recall index takes the
+messages stored since its watermark. A batch in which any of these failed raises, so Lambda retries it
+(bisecting, bounded retries, then the on-failure queue); usage already added is not added again, the
+stored summary stays as it was meanwhile, an index already up to date is a no-op, and the posts never
+wait for any of this. The mapping's tumbling window is there for the `shardId` Lambda then puts in each
+event (the usage's watermarks are per shard); every answer carries the `state` such a mapping requires.
+Invoked directly with `{"owner": "...", "conversation_id": "..."}` it brings that one conversation's
+summary up to date.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import summaries, usage_stream
+from chat_core.chat import recall_upkeep, summaries, usage_stream
+from chat_core.errors import SummaryFailed
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
 
@@ -24,8 +28,19 @@ from chat_core.observability import entry
 @entry(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
-        usage_stream.record_usage(event["Records"], event.get("shardId"))
-        return {**summaries.process_stream(event["Records"], context=context), "state": {}}
+        records = event["Records"]
+        usage_stream.record_usage(records, event.get("shardId"))
+        try:
+            outcome = summaries.process_stream(records, context=context)
+        finally:
+            # The index is kept even when a summary failed (the retry then finds it up to date).
+            index = recall_upkeep.process_stream(records)
+        if index["failures"]:
+            raise SummaryFailed(
+                f"{len(index['failures'])} conversation(s) not indexed for recall; the stream retries",
+                failures=index["failures"],
+            )
+        return {**outcome, "recall": {k: v for k, v in index.items() if k != "failures"}, "state": {}}
     owner, conversation_id = owner_and_conversation(event)
     outcome = summaries.summarize_conversation(owner, conversation_id, context=context)
     return outcome.to_dict()
