@@ -64,3 +64,46 @@ def test_the_stream_indexes_every_turn_once_and_redelivery_is_a_no_op(chat_servi
     assert sorted(r.level for r in tail.segments) == [0, 1]
     # And the first user message is found by its words
     assert search(cid, "what is my cat called?")[0] == 1
+
+
+def long_conversation(stream: TableStream, turns: int, *, policy: dict[str, Any] | None = None) -> str:
+    fields = {"window_policy": policy} if policy else {}
+    created = api.create(**fields)
+    assert created.status == 201, created.body
+    cid = str(created.body["conversation_id"])
+    post("my cat is called Mochi and she likes tuna", cid)
+    for turn in range(turns - 1):
+        post(f"question {turn} about the weather in town", cid)
+    run_stream(stream)
+    return cid
+
+
+def test_the_window_recalls_an_old_message_and_marks_it(chat_service: None) -> None:
+    # Given 15 turns, the first naming the cat, under the default limits with recall on
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 15, policy={"recall": True})
+    # When the window of a question about the cat is built
+    answer = api.window(cid, "what is my cat called?")
+    assert answer.status == 200, answer.body
+    sent = [m["content"] for m in answer.body["messages"]]
+    # Then the first message is sent before the recency window, marked recalled with its score
+    assert any("Mochi" in str(c) for c in sent)
+    entries = {e["seq"]: e for e in answer.body["inspect"]["entries"]}
+    assert entries[1]["state"] == "recalled"
+    assert entries[1]["score"] > 0
+    assert answer.body["stats"]["recall"]["messages"] >= 1
+    # And without recall nothing is recalled
+    plain = api.window(cid, "what is my cat called?", window_policy={"max_messages": 10})
+    assert "recall" not in plain.body["stats"]
+    assert all(e["state"] != "recalled" for e in plain.body["inspect"]["entries"])
+
+
+def test_a_deleted_message_is_never_recalled(chat_service: None) -> None:
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 15, policy={"recall": True})
+    first = api.detail(cid).body["messages"][0]
+    assert "Mochi" in first["content"]
+    assert api.delete_message(cid, first["message_id"]).status in (200, 204)
+    answer = api.window(cid, "what is my cat called?")
+    assert answer.status == 200, answer.body
+    assert all(e["seq"] != 1 for e in answer.body["inspect"]["entries"])
