@@ -186,6 +186,11 @@ FUNCTIONS: tuple[Function, ...] = (
         prices=True,
         grants=(
             Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
+            Grant(
                 (
                     "dynamodb:Query",
                     "dynamodb:GetItem",
@@ -210,6 +215,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -237,6 +247,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -282,6 +297,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -382,7 +402,30 @@ FUNCTIONS: tuple[Function, ...] = (
         folder="build_window",
         operation="POST /conversations/{conversation_id}/window (no model call)",
         http=(HttpRoute("POST", "/conversations/{conversation_id}/window"),),
-        grants=(Grant(("dynamodb:Query",), "table"),),
+        grants=(
+            Grant(
+                ("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+                "table",
+                "MEM-6: recall's index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
+            Grant(("dynamodb:Query",), "table"),
+        ),
+    ),
+    Function(
+        name="SearchMemory",
+        folder="search_memory",
+        operation="GET /memory/search (the caller's conversations searched by the recall index; MEM-11)",
+        http=(HttpRoute("GET", "/memory/search"),),
+        grants=(
+            Grant(
+                ("dynamodb:Query",), "index", "The caller's newest live conversations (the listing index)."
+            ),
+            Grant(
+                ("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+                "table",
+                "GetItem: the one conversation asked for. BatchGetItem: the index tails, their segments and the matched messages.",
+            ),
+        ),
     ),
     Function(
         name="GetEvents",
@@ -466,6 +509,11 @@ FUNCTIONS: tuple[Function, ...] = (
         prices=True,
         grants=(
             Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
+            Grant(
                 (
                     "dynamodb:Query",
                     "dynamodb:GetItem",
@@ -490,6 +538,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -788,6 +841,7 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(("dynamodb:BatchGetItem",), "table", "MEM-5: the recall index's segments a merge reads."),
             Grant(
                 (
                     "dynamodb:Query",

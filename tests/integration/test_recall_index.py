@@ -8,6 +8,7 @@ import pytest
 from chat_core.engine import recall
 from chat_core.store import recall_index
 
+from tests.support import events as http_events
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
 from tests.support.stream_records import TableStream, event, for_function
@@ -107,3 +108,61 @@ def test_a_deleted_message_is_never_recalled(chat_service: None) -> None:
     answer = api.window(cid, "what is my cat called?")
     assert answer.status == 200, answer.body
     assert all(e["seq"] != 1 for e in answer.body["inspect"]["entries"])
+
+
+def memory_search(user: str | None = "alice", **query: str) -> api.Answer:
+    return api.invoke("search_memory", http_events.http_event("GET", "/memory/search", query=query or None, user=user))
+
+
+def test_search_finds_the_callers_messages_only(chat_service: None) -> None:
+    # Given alice's two conversations and bob's, indexed
+    stream = TableStream(TABLE)
+    first = post("I booked a flight to Lisbon for May")
+    post("the weather is nice", first)
+    second = post("我喜欢北京烤鸭")
+    bob = post("Lisbon is where bob lives", None, user="bob")
+    run_stream(stream)
+    # When alice searches
+    found = memory_search(q="flight Lisbon")
+    assert found.status == 200, found.body
+    results = found.body["results"]
+    # Then her message comes first, with its ids, snippet and score; bob's never appears
+    assert results[0]["conversation_id"] == first
+    assert results[0]["seq"] == 1
+    assert "Lisbon" in results[0]["snippet"]
+    assert results[0]["score"] > 0
+    assert all(r["conversation_id"] != bob for r in results)
+    # And Chinese is found by its bigrams, in one conversation when asked
+    chinese = memory_search(q="北京烤鸭", conversation_id=second).body["results"]
+    assert [r["conversation_id"] for r in chinese][:1] == [second]
+    # And bob's conversation cannot be searched by alice
+    assert memory_search(q="Lisbon", conversation_id=bob).status == 404
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"q": ""}, {"q": "x" * 1001}, {"q": "x", "limit": "0"}, {"q": "x", "limit": "51"}, {}],
+)
+def test_search_refuses_bad_parameters(chat_service: None, query: dict[str, str]) -> None:
+    answer = memory_search(**query)
+    assert 400 <= answer.status < 500
+    assert answer.body["error"]["code"]
+
+
+def test_deleted_messages_and_conversations_never_appear(chat_service: None) -> None:
+    stream = TableStream(TABLE)
+    kept = post("the wifi password is hunter2")
+    gone = post("the wifi password is swordfish")
+    run_stream(stream)
+
+    def users() -> list[dict[str, Any]]:
+        return [r for r in memory_search(q="wifi password").body["results"] if r["role"] == "user"]
+
+    assert len(users()) == 2
+    # When one conversation is deleted, then it is gone from search at once
+    assert api.delete(gone).status in (200, 204)
+    assert [r["conversation_id"] for r in users()] == [kept]
+    # And so is a deleted message
+    message_id = users()[0]["message_id"]
+    assert api.delete_message(kept, message_id).status in (200, 204)
+    assert users() == []
