@@ -284,3 +284,11 @@ def save(
             RecallSegment(pk, INDEX_SK_PREFIX + sid).delete()
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise _fail(exc) from exc
+
+
+def clear_cache() -> None:
+    """Forget the decoded segments (a cold process)."""
+    cache = _cache()
+    with cache._lock:
+        cache._items.clear()
+        cache._bytes = 0
