@@ -17,7 +17,20 @@ from tests.support import functions as api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
-WORDS = "lisbon tokyo budget garden piano river coffee meeting train doctor invoice cat".split()
+WORDS = [
+    "lisbon",
+    "tokyo",
+    "budget",
+    "garden",
+    "piano",
+    "river",
+    "coffee",
+    "meeting",
+    "train",
+    "doctor",
+    "invoice",
+    "cat",
+]
 
 
 def seed(count: int) -> str:

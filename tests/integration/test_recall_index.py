@@ -35,7 +35,9 @@ def post(text: str, conversation_id: str | None = None, **fields: Any) -> str:
 def search(conversation_id: str, text: str) -> list[int]:
     tail = recall_index.read_tail("alice", conversation_id)
     pk = recall_index.conversation_pk("alice", conversation_id)
-    segments = {sid: seg for (_, sid), seg in recall_index.read_segments((pk, r.id) for r in tail.segments).items()}
+    segments = {
+        sid: seg for (_, sid), seg in recall_index.read_segments((pk, r.id) for r in tail.segments).items()
+    }
     if tail.pending:
         segments["~"] = recall.Segment(tail.pending)
     hits = recall.score(
@@ -111,7 +113,9 @@ def test_a_deleted_message_is_never_recalled(chat_service: None) -> None:
 
 
 def memory_search(user: str | None = "alice", **query: str) -> api.Answer:
-    return api.invoke("search_memory", http_events.http_event("GET", "/memory/search", query=query or None, user=user))
+    return api.invoke(
+        "search_memory", http_events.http_event("GET", "/memory/search", query=query or None, user=user)
+    )
 
 
 def test_search_finds_the_callers_messages_only(chat_service: None) -> None:

@@ -205,23 +205,23 @@ def assemble_window(
         cut = next((i for i, m in enumerate(usable) if m["seq"] >= tail_from_seq), len(usable))
         usable, tail = usable[:cut], usable[cut:]
         policy = _room_for_tail(policy, tail)
-    option = recall_option(stored_policy) if recall_from is not None and current is not None else None
     recalled: list[Recalled] = []
+    option = recall_option(stored_policy)
     if option is not None and recall_from is not None and current is not None:
         share = option.budget(policy.token_budget)
         first = policy
         if policy.token_budget is not None:
             first = policy.with_changes(max_tokens=max(0, policy.token_budget - share))
-        result = select_window(
+        recency = select_window(
             history=usable, policy=first, system=system, current=current, pinned=pinned, summary=carried
         )
-        left_out = {d.ref for d in result.stats.dropped}
-        sent = {int(m["seq"]) for m in (*pinned, *usable) if m["message_id"] not in left_out}
+        left_out = {d.ref for d in recency.stats.dropped}
+        sent_seqs = {int(m["seq"]) for m in (*pinned, *usable) if m["message_id"] not in left_out}
         if user is not None:
-            sent.add(user.seq)
+            sent_seqs.add(user.seq)
         query = message_text(current)
         recalled = recall_messages(
-            recall_from.owner, conversation, history, recall_from.read, query, sent, share
+            recall_from.owner, conversation, history, recall_from.read, query, sent_seqs, share
         )
         if recalled:
             policy, usable, pinned = _with_recalled(policy, recalled, usable, pinned)
