@@ -34,7 +34,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             outcome = summaries.process_stream(records, context=context)
         finally:
             # The index is kept even when a summary failed (the retry then finds it up to date).
-            index = recall_upkeep.process_stream(records)
+            index = recall_upkeep.process_stream(summaries.conversations_in(records))
         if index["failures"]:
             raise SummaryFailed(
                 f"{len(index['failures'])} conversation(s) not indexed for recall; the stream retries",
