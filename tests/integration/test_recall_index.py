@@ -190,3 +190,14 @@ def test_recall_never_reaches_another_branch(chat_service: None) -> None:
     # Then the branch's own first message is recalled, the other branch's never
     assert any("Rex" in e["preview"] for e in recalled)
     assert not any("Mochi" in str(m["content"]) for m in answer.body["messages"])
+
+
+def test_a_deleted_conversation_is_not_indexed(chat_service: None) -> None:
+    # Given a turn whose conversation is deleted before the stream reaches it (as `store: false` does)
+    stream = TableStream(TABLE)
+    cid = post("a secret plan")
+    assert api.delete(cid).status in (200, 204)
+    # When the stream is processed
+    run_stream(stream)
+    # Then nothing of it is indexed
+    assert recall_index.read_tail("alice", cid).n_docs == 0
