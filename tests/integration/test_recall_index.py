@@ -201,3 +201,29 @@ def test_a_deleted_conversation_is_not_indexed(chat_service: None) -> None:
     run_stream(stream)
     # Then nothing of it is indexed
     assert recall_index.read_tail("alice", cid).n_docs == 0
+
+
+def test_an_index_failure_raises_for_a_retry_that_indexes(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chat_core.chat import recall_upkeep
+    from chat_core.errors import StoreUnavailable, SummaryFailed
+
+    # Given a turn, and an index that cannot be written
+    stream = TableStream(TABLE)
+    cid = post("hello there")
+    batch = for_function(SUMMARIZER, stream.read())
+
+    def broken(owner: str, conversation_id: str) -> int:
+        raise StoreUnavailable("busy")
+
+    monkeypatch.setattr(recall_upkeep, "update_index", broken)
+    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+    # When the batch is processed, then it raises so Lambda retries it
+    with pytest.raises(SummaryFailed):
+        api.load("summarize_conversation").lambda_handler(event(batch), context)
+    # And the retry indexes the turn
+    monkeypatch.undo()
+    again = api.load("summarize_conversation").lambda_handler(event(batch), context)
+    assert again["recall"]["documents"] == 2
+    assert recall_index.read_tail("alice", cid).n_docs == 2
