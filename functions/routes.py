@@ -193,6 +193,11 @@ FUNCTIONS: tuple[Function, ...] = (
         prices=True,
         grants=(
             Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
+            Grant(
                 (
                     "dynamodb:Query",
                     "dynamodb:GetItem",
@@ -217,6 +222,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -244,6 +254,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -291,6 +306,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -395,9 +415,30 @@ FUNCTIONS: tuple[Function, ...] = (
         http=(HttpRoute("POST", "/conversations/{conversation_id}/window"),),
         grants=(
             Grant(
-                ("dynamodb:Query", "dynamodb:GetItem"),
+                ("dynamodb:Query",),
                 "table",
-                "Query: the conversation and its newest messages (and the owner's facts, MEM-35); GetItem: the facts' source messages (TransactGetItems).",
+                "The conversation and its newest messages, and the owner's facts (MEM-35).",
+            ),
+            Grant(
+                ("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+                "table",
+                "GetItem: recall's index tail (MEM-6) and the facts' source messages (TransactGetItems, MEM-35); BatchGetItem: recall's segments and the recalled messages.",
+            ),
+        ),
+    ),
+    Function(
+        name="SearchMemory",
+        folder="search_memory",
+        operation="GET /memory/search (the caller's conversations searched by the recall index; MEM-11)",
+        http=(HttpRoute("GET", "/memory/search"),),
+        grants=(
+            Grant(
+                ("dynamodb:Query",), "index", "The caller's newest live conversations (the listing index)."
+            ),
+            Grant(
+                ("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+                "table",
+                "GetItem: the one conversation asked for. BatchGetItem: the index tails, their segments and the matched messages.",
             ),
         ),
     ),
@@ -499,6 +540,11 @@ FUNCTIONS: tuple[Function, ...] = (
         prices=True,
         grants=(
             Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
+            Grant(
                 (
                     "dynamodb:Query",
                     "dynamodb:GetItem",
@@ -523,6 +569,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -824,6 +875,7 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
+            Grant(("dynamodb:BatchGetItem",), "table", "MEM-5: the recall index's segments a merge reads."),
             Grant(
                 (
                     "dynamodb:Query",

@@ -54,6 +54,7 @@ HTTP: dict[str, dict[str, Any]] = {
     "get_usage": {"query": {"from": "2026-11-01", "to": "2026-11-30"}},
     # MEM-32: the caller's current facts taken from one conversation.
     "memory_facts": {"query": {"limit": "20", "conversation_id": CONVERSATION}},
+    "search_memory": {"query": {"q": "what did I say about Lisbon?", "limit": "10"}},
     # COST-4: an administrator (the deployment's ADMIN_GROUP, chat-admins here) sets bob's limits.
     "set_budget": {
         "path": {"user_id": "bob"},

@@ -1,11 +1,14 @@
-"""Table stream -> the owners' usage of the day (COST-3) and summary compression (seed 001).
+"""Table stream -> the owners' usage of the day (COST-3), summary compression (seed 001) and the recall
+index (MEM-5).
 
 The event source mapping sends only INSERTs of assistant messages (one record per turn). Their prices are
 first added to their owners' day items (each exactly once: `chat.usage_stream`), then each long
-conversation's running summary is brought up to date, then (when FACTS_EXTRACTION is on) each
-conversation's long-term facts are extracted (MEM-31). A batch in which any of them failed raises, so
-Lambda retries it (bisecting, bounded retries, then the on-failure queue); usage already added is not added
-again, the stored summary stays as it was meanwhile, and the posts never wait for any of this. The
+conversation's running summary is brought up to date, then each conversation's recall index takes the
+messages stored since its watermark (MEM-5), then (when FACTS_EXTRACTION is on) each conversation's
+long-term facts are extracted (MEM-31). Every step runs even when an earlier one failed; a batch in which
+any of them failed raises (the first failure), so Lambda retries it (bisecting, bounded retries, then the
+on-failure queue); usage already added is not added again, the stored summary stays as it was meanwhile,
+an index or a fact mark already up to date is a no-op, and the posts never wait for any of this. The
 mapping's tumbling window is there for the `shardId` Lambda then puts in each event (the usage's
 watermarks are per shard); every answer carries the `state` such a mapping requires. Invoked directly
 with `{"owner": "...", "conversation_id": "..."}` it brings that one conversation's summary up to date.
@@ -16,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import facts, summaries, usage_stream
-from chat_core.errors import ChatError
+from chat_core.chat import facts, recall_upkeep, summaries, usage_stream
+from chat_core.errors import ChatError, SummaryFailed
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
 
@@ -26,20 +29,27 @@ from chat_core.observability import entry
 @entry(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "Records" in event:
-        usage_stream.record_usage(event["Records"], event.get("shardId"))
-        # MEM-31: facts are extracted after the summaries even when a summary failed; the first
-        # failure is raised at the end so Lambda retries the batch (each step skips what it did).
+        records = event["Records"]
+        usage_stream.record_usage(records, event.get("shardId"))
         failure: ChatError | None = None
         try:
-            answer = summaries.process_stream(event["Records"], context=context)
+            answer = summaries.process_stream(records, context=context)
         except ChatError as exc:
             failure, answer = exc, {}
+        # The index is kept even when a summary failed (the retry then finds it up to date).
+        index = recall_upkeep.process_stream(summaries.conversations_in(records))
+        if index["failures"]:
+            failure = failure or SummaryFailed(
+                f"{len(index['failures'])} conversation(s) not indexed for recall; the stream retries",
+                failures=index["failures"],
+            )
         try:
-            extracted = facts.process_stream(event["Records"], context=context)
+            extracted = facts.process_stream(records, context=context)
         except facts.FactsFailed as exc:
             failure, extracted = failure or exc, None
         if failure is not None:
             raise failure
+        answer["recall"] = {k: v for k, v in index.items() if k != "failures"}
         if extracted is not None:
             answer["facts"] = extracted
         return {**answer, "state": {}}

@@ -11,6 +11,7 @@ from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
 from chat_core.chat.policy import count_message, history_reach, window_policy
+from chat_core.chat.recall_window import Recalled, recall_messages, recall_option
 from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
 from chat_core.engine import tokens
 from chat_core.engine.models import model_context
@@ -127,6 +128,36 @@ class AssembledWindow:
     prompt_tokens: int
     #: MEM-35: the known-facts block it carries, if its policy asked for one (memory.facts_block).
     facts: Mapping[str, Any] | None = None
+    #: MEM-6: the older messages recall brought (sent unless the budget dropped them), oldest first.
+    recalled: tuple[Recalled, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecallSource:
+    """What recall needs besides the window's inputs: the owner and every message the post's Query read."""
+
+    owner: str
+    read: Sequence[MessageRecord]
+
+
+def _with_recalled(
+    policy: WindowPolicy,
+    recalled: Sequence[Recalled],
+    usable: list[dict[str, Any]],
+    pinned: list[dict[str, Any]],
+) -> tuple[WindowPolicy, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The second selection's inputs: recalled messages join the pinned ones (kept first, in seq order,
+    never counted by the policy's caps), and leave the history the recency window walks."""
+    extra = [_window_message(r.message) | {"recalled": True} for r in recalled]
+    ids = {m["message_id"] for m in extra}
+    changes: dict[str, Any] = {}
+    if policy.max_messages is not None:
+        changes["max_messages"] = policy.max_messages + len(extra)
+    if policy.max_chars is not None:
+        changes["max_chars"] = policy.max_chars + sum(len(message_text(m)) for m in extra)
+    policy = policy.with_changes(**changes) if changes else policy
+    together = sorted([*pinned, *extra], key=lambda m: int(m["seq"]))
+    return policy, [m for m in usable if m["message_id"] not in ids], together
 
 
 def assemble_window(
@@ -140,6 +171,7 @@ def assemble_window(
     summary: SummaryRecord | None = None,
     tail_from_seq: int | None = None,
     generation: TurnSettings = NO_SETTINGS,
+    recall_from: RecallSource | None = None,
 ) -> AssembledWindow:
     """The window sent with `content` (failed replies are left out of the history it chooses from).
 
@@ -147,13 +179,13 @@ def assemble_window(
     messages newer than the range it covers. Pinned messages are kept before other history (WIN-3). On
     a post of tool results (`tail_from_seq`), the tool calls and their results are sent whole in place of
     a current message, and the history before them fills what room is left. The turn's tools and reply
-    size (`generation`) take their room out of the model's context first.
+    size (`generation`) take their room out of the model's context first. With the policy's `recall`
+    (MEM-6) and a `recall_from`, older messages relevant to `content` join the window before the
+    recency window, within recall's share of the budget.
     """
 
-    policy = _room_for_settings(
-        window_policy(policy_override or conversation.window_policy, model), generation, model
-    )
     stored_policy = policy_override or conversation.window_policy
+    policy = _room_for_settings(window_policy(stored_policy, model), generation, model)
     policy, facts = memory.with_facts(conversation.owner, stored_policy, policy, model)
     system = None
     system_tokens = 0
@@ -176,6 +208,26 @@ def assemble_window(
         cut = next((i for i, m in enumerate(usable) if m["seq"] >= tail_from_seq), len(usable))
         usable, tail = usable[:cut], usable[cut:]
         policy = _room_for_tail(policy, tail)
+    recalled: list[Recalled] = []
+    option = recall_option(stored_policy)
+    if option is not None and recall_from is not None and current is not None:
+        share = option.budget(policy.token_budget)
+        first = policy
+        if policy.token_budget is not None:
+            first = policy.with_changes(max_tokens=max(0, policy.token_budget - share))
+        recency = select_window(
+            history=usable, policy=first, system=system, current=current, pinned=pinned, summary=carried
+        )
+        left_out = {d.ref for d in recency.stats.dropped}
+        sent_seqs = {int(m["seq"]) for m in (*pinned, *usable) if m["message_id"] not in left_out}
+        if user is not None:
+            sent_seqs.add(user.seq)
+        query = message_text(current)
+        recalled = recall_messages(
+            recall_from.owner, conversation, history, recall_from.read, query, sent_seqs, share
+        )
+        if recalled:
+            policy, usable, pinned = _with_recalled(policy, recalled, usable, pinned)
     result = select_window(
         history=usable, policy=policy, system=system, current=current, pinned=pinned, summary=carried
     )
@@ -193,8 +245,18 @@ def assemble_window(
     # The stored counts are exact counts for `model`, so is the reply priming (a family's own header).
     prompt += int(facts["tokens"]) if facts is not None else 0
     return AssembledWindow(
-        result, prompt + tokens.reply_priming_tokens(model=model) + generation.tool_tokens, facts
+        result,
+        prompt + tokens.reply_priming_tokens(model=model) + generation.tool_tokens,
+        facts,
+        tuple(recalled),
     )
+
+
+def recall_stats(recalled: Sequence[Recalled], window: WindowResult) -> dict[str, Any]:
+    """MEM-8: how many recalled messages the window sends and their stored tokens."""
+    dropped = {d.ref for d in window.stats.dropped}
+    sent = [r.message for r in recalled if r.message.message_id not in dropped]
+    return {"messages": len(sent), "tokens": sum(m.tokens for m in sent)}
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:
@@ -216,9 +278,12 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
         override,
         summary=recent.summary,
         generation=generation,
+        recall_from=RecallSource(owner, recent.read),
     )
     window = assembled.result
-    inspected = inspect_window(conversation, recent.messages, recent.summary, window, model, generation)
+    inspected = inspect_window(
+        conversation, recent.messages, recent.summary, window, model, generation, recalled=assembled.recalled
+    )
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()
     stats["model"] = model
@@ -226,6 +291,8 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
     stats.update(generation.window_stats())
     if assembled.facts is not None:
         stats["facts"] = {"included": len(assembled.facts["facts"]), "tokens": assembled.facts["tokens"]}
+    if assembled.recalled:
+        stats["recall"] = recall_stats(assembled.recalled, window)
     # What the model call would carry besides the messages (API-11), the reply size as clamped.
     return {
         "messages": window.messages,

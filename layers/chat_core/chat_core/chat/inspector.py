@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
+from chat_core.chat.recall_window import Recalled
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
 from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
@@ -85,6 +86,27 @@ def _entry(message: MessageRecord, state: str, reason: str | None, group: str | 
     )
 
 
+def _mark_recalled(
+    entries: list[dict[str, Any]],
+    recalled: Sequence[Recalled],
+    dropped: dict[str | int, str],
+    groups: dict[str, str],
+) -> None:
+    """Recalled messages as entries: the history's own rows re-marked, the fetched ones added."""
+    by_id = {e["message_id"]: e for e in entries if e["message_id"] is not None}
+    for item in recalled:
+        message = item.message
+        ref = message.message_id
+        state, reason = ("dropped", dropped[ref]) if ref in dropped else ("recalled", "recall")
+        row = _entry(message, state, reason, groups.get(ref))
+        row["recalled"] = True
+        row["score"] = round(item.score, 4)
+        if ref in by_id:
+            by_id[ref].update(row)
+        else:
+            entries.append(row)
+
+
 def inspect_window(
     conversation: ConversationRecord,
     history: Sequence[MessageRecord],
@@ -92,9 +114,14 @@ def inspect_window(
     window: WindowResult,
     model: str,
     generation: TurnSettings,
+    *,
+    recalled: Sequence[Recalled] = (),
 ) -> dict[str, Any]:
-    """Per message: `state` kept / dropped / summarised / failed; the summary (its text and range) and
-    the budget line.
+    """Per message: `state` kept / dropped / summarised / failed / recalled; the summary (its text and
+    range) and the budget line.
+
+    A message recall brought (MEM-8) is `recalled` with its BM25 `score` (or `dropped` with it, when
+    the budget left it out), wherever it came from: the history read, or fetched by recall.
 
     `entries` are oldest first: the system prompt, then the stored messages the window read (pinned
     copies from the conversation item included); the message being sent counts in `tokens_used` only.
@@ -138,6 +165,8 @@ def inspect_window(
             entries.append(_entry(message, "dropped", dropped[message.message_id], group))
         else:
             entries.append(_entry(message, "kept", "pinned" if message.pinned else None, group))
+    if recalled:
+        _mark_recalled(entries, recalled, dropped, groups)
     entries.sort(key=lambda e: e["seq"])
     limits = model_context(model)
     reserve = generation.reply_tokens if generation.reply_tokens is not None else limits.reserve_tokens

@@ -24,10 +24,18 @@ def counted_with(model: str) -> str:
     return tokens.encoding_for_model(model)
 
 
+#: The keys of a stored policy that limit the window (`recall` alone keeps the WIN-2 default).
+LIMITS = ("max_messages", "max_chars", "max_tokens")
+
+
+def has_limits(stored: Mapping[str, Any] | None) -> bool:
+    return stored is not None and any(stored.get(name) is not None for name in LIMITS)
+
+
 def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
     """The conversation's window policy: WIN-2 by default, else its own within the model's context."""
 
-    if not stored:
+    if stored is None or not has_limits(stored):
         return SEED_003_POLICY
     method = stored.get("method", "exact")
     return WindowPolicy.for_model(
@@ -46,6 +54,6 @@ def window_policy(stored: Mapping[str, Any] | None, model: str) -> WindowPolicy:
 def history_reach(stored: Mapping[str, Any] | None) -> int:
     """How many newest messages the window can ever use, i.e. the Query's Limit minus the meta item."""
 
-    if not stored:
+    if stored is None or not has_limits(stored):
         return int(SEED_003_POLICY.max_messages or 10)
     return int(stored.get("max_messages") or MAX_POLICY_MESSAGES)

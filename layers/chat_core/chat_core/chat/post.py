@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 
 from chat_core.chat import budgets, paths, prices, rate_limit, recording, response_settings
 from chat_core.chat.answer import ask_model, record_answer, reply_message
-from chat_core.chat.assembly import assemble_window
+from chat_core.chat.assembly import RecallSource, assemble_window
 from chat_core.chat.commands import PostMessage
 from chat_core.chat.deadlines import store_deadline
 from chat_core.chat.regenerate import regenerate_turn
@@ -255,6 +255,7 @@ def _post(
         summary=turn.summary,
         tail_from_seq=turn.tail_from_seq,
         generation=turn.generation,
+        recall_from=RecallSource(owner, turn.read),
     )
     # A reply too large for its item is stored as an error turn (502) instead (REL).
     completion, failure = recording.cap_reply(

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from chat_core.chat import paths, prices
-from chat_core.chat.policy import MAX_POLICY_MESSAGES, window_policy
+from chat_core.chat.policy import MAX_POLICY_MESSAGES, has_limits, window_policy
 from chat_core.chat.summary_window import after_summary, summary_content, summary_message
 from chat_core.engine import tokens
 from chat_core.engine.window import select_window
@@ -240,7 +240,7 @@ def _read(owner: str, conversation_id: str) -> conversation_store.Recent:
     if conversation is None or conversation.is_deleted:
         return recent
     reach = _FIRST_READ
-    if conversation.window_policy:
+    if has_limits(conversation.window_policy):
         reach = max(reach, int(conversation.window_policy.get("max_messages") or MAX_POLICY_MESSAGES))
     if conversation.active_leaf is None and reach > _FIRST_READ and len(recent.messages) >= _FIRST_READ:
         recent = conversation_store.read_recent(owner, conversation_id, reach)

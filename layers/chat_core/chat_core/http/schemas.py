@@ -38,11 +38,22 @@ class FactsPolicyIn(_Strict):
     extract: bool | None = None
 
 
+class RecallIn(_Strict):
+    """MEM-6: recall's share of the window: up to `max_tokens` tokens of older relevant messages (with a
+    policy that has no token budget, a budget of its own); `scope` "all" also searches the caller's
+    newest other conversations."""
+
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_POLICY_TOKENS)
+    scope: Literal["conversation", "all"] = "conversation"
+
+
 class WindowPolicyIn(_Strict):
     """A conversation's own window policy (WIN-3), instead of the seed-003 default (WIN-2).
 
     Limits count the current message; the system prompt is not counted by the caps. With `max_tokens`,
     messages are counted in chat format with `method` (stored exact counts are reused when "exact").
+    `recall` (MEM-6) adds older messages relevant to the current one: `true` for the default share, or
+    a RecallIn; a policy of `recall` alone keeps the default limits.
     """
 
     max_messages: int | None = Field(default=None, ge=1, le=MAX_POLICY_MESSAGES)
@@ -51,10 +62,12 @@ class WindowPolicyIn(_Strict):
     method: Literal["estimate", "approx", "exact"] = "exact"
     #: MEM-35: a block of the owner's known facts (`true`: up to 256 tokens).
     facts: bool | FactsPolicyIn | None = None
+    recall: bool | RecallIn | None = None
 
     @model_validator(mode="after")
     def _some_limit(self) -> WindowPolicyIn:
-        if self.max_messages is None and self.max_chars is None and self.max_tokens is None:
+        no_limit = self.max_messages is None and self.max_chars is None and self.max_tokens is None
+        if no_limit and not self.recall:
             raise ValueError("a window policy needs at least one of max_messages, max_chars, max_tokens")
         return self
 

@@ -1,0 +1,237 @@
+"""Recall in the window (MEM-6..10): older messages relevant to the current one, within a token share.
+
+The window policy's `recall` option: `true` takes DEFAULT_SHARE of the window's token budget (at most
+DEFAULT_CAP tokens; DEFAULT_TOKENS when the policy has no token budget), `{"max_tokens": N}` takes N
+(with no token budget N is a budget of its own, apart from the policy's caps). `"scope": "all"` also
+searches the caller's newest other conversations (`chat.recall_search`).
+
+Candidates are the messages of the ACTIVE path the recency window left out: a conversation that never
+branched has one path (every live message); a branched one is followed from the oldest message of the
+post's history down the index's parent links, stopping where a link is unknown. Messages the post's
+Query read but the window dropped are at hand (scored from their text when the index does not hold them
+yet); the others are fetched with one BatchGetItem (a deleted one drops out there: deletion takes
+effect at once). A tool call travels with all its results, or none of them. Cost: the tail (GetItem),
+the segments not cached (one BatchGetItem), the messages (one BatchGetItem): at most 3 calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from chat_core.engine import recall
+from chat_core.engine.recall import Doc, Segment
+from chat_core.engine.recall.segments import ROLE_MASK, ROLE_TOOL, TOOL_CALL
+from chat_core.store import recall_index as store
+from chat_core.store.keys import conversation_pk
+from chat_core.store.records import ConversationRecord, MessageRecord
+
+#: `recall: true`: this share of the window's token budget, at most DEFAULT_CAP tokens.
+DEFAULT_SHARE: Final = 0.5
+DEFAULT_CAP: Final = 4000
+#: `recall: true` under a policy with no token budget (the seed-003 default): a budget of its own.
+DEFAULT_TOKENS: Final = 1000
+#: Message items one recall may fetch (one BatchGetItem).
+MAX_FETCH: Final = 100
+#: Candidates fetched beyond what the share holds, for the ones found deleted.
+FETCH_SLACK: Final = 2.0
+
+Scope = Literal["conversation", "all"]
+
+
+@dataclass(frozen=True)
+class RecallOption:
+    """The policy's `recall`: its token budget (None: the default share) and its scope."""
+
+    max_tokens: int | None = None
+    scope: Scope = "conversation"
+
+    def budget(self, token_budget: int | None) -> int:
+        if self.max_tokens is not None:
+            return self.max_tokens
+        if token_budget is None:
+            return DEFAULT_TOKENS
+        return min(DEFAULT_CAP, int(token_budget * DEFAULT_SHARE))
+
+
+def recall_option(stored: Mapping[str, Any] | None) -> RecallOption | None:
+    """The `recall` of a stored window policy (None when off)."""
+    value = (stored or {}).get("recall")
+    if value is True:
+        return RecallOption()
+    if isinstance(value, Mapping):
+        scope: Scope = "all" if value.get("scope") == "all" else "conversation"
+        tokens = value.get("max_tokens")
+        return RecallOption(int(tokens) if tokens is not None else None, scope)
+    return None
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A message recall brings to the window, with its score."""
+
+    message: MessageRecord
+    score: float
+
+
+@dataclass
+class Unit:
+    """A message, or a tool call with all its results: recalled whole or not at all."""
+
+    seqs: list[int]
+    score: float
+    tokens: int
+
+
+@dataclass
+class _Index:
+    """A conversation's decoded index: its segments by key, and the documents by seq when needed."""
+
+    tail: store.Tail
+    segments: dict[str, Segment]
+    _docs: dict[int, Doc] | None = field(default=None)
+
+    @property
+    def docs(self) -> dict[int, Doc]:
+        if self._docs is None:
+            self._docs = {d.seq: d for seg in self.segments.values() for d in seg.docs}
+        return self._docs
+
+
+def load_index(owner: str, conversation_id: str) -> _Index:
+    """The tail (GetItem) and the segments it lists (cached, else one BatchGetItem)."""
+    tail = store.read_tail(owner, conversation_id)
+    pk = conversation_pk(owner, conversation_id)
+    found = store.read_segments((pk, r.id) for r in tail.segments) if tail.segments else {}
+    segments: dict[str, Segment] = {sid: seg for (_, sid), seg in found.items()}
+    if tail.pending:
+        segments["~"] = Segment(tail.pending)
+    return _Index(tail, segments)
+
+
+def active_path(index: _Index, history: Sequence[MessageRecord]) -> set[int]:
+    """The seqs of the active path below the post's history, by the index's parent links (stopping at
+    the first seq the index does not hold: never a guess)."""
+    on_path = {m.seq for m in history}
+    if not history:
+        return on_path
+    oldest = min(history, key=lambda m: m.seq)
+    seq = oldest.parent_seq if oldest.parent_seq is not None else oldest.seq - 1
+    docs = index.docs
+    while seq > 0 and seq not in on_path:
+        doc = docs.get(seq)
+        if doc is None:
+            break
+        on_path.add(seq)
+        seq = doc.parent_seq
+    return on_path
+
+
+def _unit(seq: int, index: _Index, allowed: set[int] | None) -> list[int] | None:
+    """`seq` with its tool group (call first, then results), or None when the group is not whole."""
+    docs = index.docs
+    doc = docs.get(seq)
+    if doc is None:
+        return [seq]
+    root = doc
+    while root.flags & ROLE_MASK == ROLE_TOOL:
+        parent = docs.get(root.parent_seq)
+        if parent is None:
+            return None
+        root = parent
+    if not root.flags & TOOL_CALL:
+        return [seq] if root is doc else None
+    members = [root.seq]
+    children: dict[int, list[int]] = {}
+    for d in docs.values():
+        if d.flags & ROLE_MASK == ROLE_TOOL:
+            children.setdefault(d.parent_seq, []).append(d.seq)
+    frontier = [root.seq]
+    while frontier:
+        nxt = [c for p in frontier for c in children.get(p, [])]
+        members.extend(nxt)
+        frontier = nxt
+    if allowed is not None and not all(m in allowed for m in members):
+        return None
+    return sorted(members)
+
+
+def _whole(unit: Sequence[MessageRecord]) -> bool:
+    """A unit can be sent: every message live and ok, and a tool call has every result it asked for."""
+    if any(m.deleted_at is not None or m.status != "ok" for m in unit):
+        return False
+    calls = {str(c.get("id")) for m in unit for c in m.tool_calls or ()}
+    answers = {m.tool_call_id for m in unit if m.role == "tool"}
+    return calls == answers
+
+
+def recall_messages(
+    owner: str,
+    conversation: ConversationRecord,
+    history: Sequence[MessageRecord],
+    read: Sequence[MessageRecord],
+    query: str,
+    sent: set[int],
+    budget: int,
+) -> list[Recalled]:
+    """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (oldest
+    first in the answer)."""
+    terms = recall.query_terms(query)
+    if not terms or budget <= 0:
+        return []
+    index = load_index(owner, conversation.conversation_id)
+    at_hand = {m.seq: m for m in history}
+    off_path = {m.seq for m in read if m.seq not in at_hand}
+    allowed = active_path(index, history) if conversation.active_leaf is not None else None
+
+    def keep(doc: Doc) -> bool:
+        if doc.seq in sent or doc.seq in off_path:
+            return False
+        return allowed is None or doc.seq in allowed
+
+    tail = index.tail
+    hits = recall.score(terms, index.segments, n_docs=tail.n_docs, total_length=tail.total_length, keep=keep)
+    scores = {h.doc.seq: h.score for h in hits}
+    tokens = {h.doc.seq: h.doc.tokens for h in hits}
+    fresh = [m for m in history if m.seq > tail.watermark and m.seq not in sent and m.status == "ok"]
+    if fresh:
+        weights = recall.term_weights(terms, index.segments, max(1, tail.n_docs))
+        analysed = ((m.seq, recall.analyse(m.content or "")) for m in fresh)
+        texts = recall.score_texts(weights, analysed, n_docs=tail.n_docs, total_length=tail.total_length)
+        scores.update(texts)
+        tokens.update({m.seq: m.tokens for m in fresh})
+    units: list[Unit] = []
+    taken: set[int] = set()
+    planned = 0
+    for seq in sorted(scores, key=lambda s: (-scores[s], -s)):
+        if seq in taken:
+            continue
+        members = _unit(seq, index, allowed) if seq not in at_hand or seq <= tail.watermark else [seq]
+        if members is None or any(m in sent or m in taken for m in members):
+            continue
+        cost = sum(tokens.get(m) or (index.docs[m].tokens if m in index.docs else 0) for m in members)
+        if cost > budget:
+            continue
+        units.append(Unit(members, scores[seq], cost))
+        taken.update(members)
+        planned += cost
+        if planned >= budget * FETCH_SLACK or len(taken - at_hand.keys()) >= MAX_FETCH:
+            break
+    wanted = [seq for u in units for seq in u.seqs if seq not in at_hand]
+    pk = conversation_pk(owner, conversation.conversation_id)
+    fetched = {m.seq: m for m in store.get_messages([(pk, seq) for seq in wanted[:MAX_FETCH]])}
+    chosen: list[Recalled] = []
+    room = budget
+    for unit in units:
+        records = [at_hand.get(s) or fetched.get(s) for s in unit.seqs]
+        whole = [r for r in records if r is not None]
+        if len(whole) != len(records) or not _whole(whole):
+            continue
+        cost = sum(r.tokens for r in whole)
+        if cost > room:
+            continue
+        room -= cost
+        chosen.extend(Recalled(r, scores.get(r.seq, unit.score)) for r in whole)
+    chosen.sort(key=lambda r: r.message.seq)
+    return chosen

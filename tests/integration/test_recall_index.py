@@ -1,0 +1,229 @@
+"""MEM-4/5: the recall index kept on the table's stream (summarizer's handler), through the handlers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from chat_core.engine import recall
+from chat_core.store import recall_index
+
+from tests.support import events as http_events
+from tests.support import functions as api
+from tests.support.lambda_context import LambdaContext
+from tests.support.stream_records import TableStream, event, for_function
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+SUMMARIZER = "SummarizeConversationFunction"
+TABLE = "chat-history-it"
+
+
+def run_stream(stream: TableStream) -> dict[str, Any]:
+    batch = for_function(SUMMARIZER, stream.read())
+    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+    result: dict[str, Any] = api.load("summarize_conversation").lambda_handler(event(batch), context)
+    return result
+
+
+def post(text: str, conversation_id: str | None = None, **fields: Any) -> str:
+    answer = api.post(text, conversation_id, **fields)
+    assert answer.status == 201, answer.body
+    return str(answer.body["conversation_id"])
+
+
+def search(conversation_id: str, text: str) -> list[int]:
+    tail = recall_index.read_tail("alice", conversation_id)
+    pk = recall_index.conversation_pk("alice", conversation_id)
+    segments = {
+        sid: seg for (_, sid), seg in recall_index.read_segments((pk, r.id) for r in tail.segments).items()
+    }
+    if tail.pending:
+        segments["~"] = recall.Segment(tail.pending)
+    hits = recall.score(
+        recall.query_terms(text), segments, n_docs=tail.n_docs, total_length=tail.total_length
+    )
+    return [h.doc.seq for h in hits]
+
+
+def test_the_stream_indexes_every_turn_once_and_redelivery_is_a_no_op(chat_service: None) -> None:
+    # Given a conversation of 20 turns, its stream processed after each
+    stream = TableStream(TABLE)
+    cid = post("my cat is called Mochi")
+    run_stream(stream)
+    for turn in range(19):
+        cid = post(f"question {turn} about the weather", cid)
+        batch = for_function(SUMMARIZER, stream.read())
+        context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+        api.load("summarize_conversation").lambda_handler(event(batch), context)
+        # When a batch is delivered twice
+        again = api.load("summarize_conversation").lambda_handler(event(batch), context)
+        # Then the second delivery adds nothing
+        assert again["recall"]["documents"] == 0
+    tail = recall_index.read_tail("alice", cid)
+    # Then all 40 messages are indexed, in sealed segments merged by level, below the watermark
+    assert tail.n_docs == 40
+    assert tail.watermark == 40
+    assert sorted(r.level for r in tail.segments) == [0, 1]
+    # And the first user message is found by its words
+    assert search(cid, "what is my cat called?")[0] == 1
+
+
+def long_conversation(stream: TableStream, turns: int, *, policy: dict[str, Any] | None = None) -> str:
+    fields = {"window_policy": policy} if policy else {}
+    created = api.create(**fields)
+    assert created.status == 201, created.body
+    cid = str(created.body["conversation_id"])
+    post("my cat is called Mochi and she likes tuna", cid)
+    for turn in range(turns - 1):
+        post(f"question {turn} about the weather in town", cid)
+    run_stream(stream)
+    return cid
+
+
+def test_the_window_recalls_an_old_message_and_marks_it(chat_service: None) -> None:
+    # Given 15 turns, the first naming the cat, under the default limits with recall on
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 15, policy={"recall": True})
+    # When the window of a question about the cat is built
+    answer = api.window(cid, "what is my cat called?")
+    assert answer.status == 200, answer.body
+    sent = [m["content"] for m in answer.body["messages"]]
+    # Then the first message is sent before the recency window, marked recalled with its score
+    assert any("Mochi" in str(c) for c in sent)
+    entries = {e["seq"]: e for e in answer.body["inspect"]["entries"]}
+    assert entries[1]["state"] == "recalled"
+    assert entries[1]["score"] > 0
+    assert answer.body["stats"]["recall"]["messages"] >= 1
+    # And without recall nothing is recalled
+    plain = api.window(cid, "what is my cat called?", window_policy={"max_messages": 10})
+    assert "recall" not in plain.body["stats"]
+    assert all(e["state"] != "recalled" for e in plain.body["inspect"]["entries"])
+
+
+def test_a_deleted_message_is_never_recalled(chat_service: None) -> None:
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 15, policy={"recall": True})
+    first = api.detail(cid).body["messages"][0]
+    assert "Mochi" in first["content"]
+    assert api.delete_message(cid, first["message_id"]).status in (200, 204)
+    answer = api.window(cid, "what is my cat called?")
+    assert answer.status == 200, answer.body
+    assert all(e["seq"] != 1 for e in answer.body["inspect"]["entries"])
+
+
+def memory_search(user: str | None = "alice", **query: str) -> api.Answer:
+    return api.invoke(
+        "search_memory", http_events.http_event("GET", "/memory/search", query=query or None, user=user)
+    )
+
+
+def test_search_finds_the_callers_messages_only(chat_service: None) -> None:
+    # Given alice's two conversations and bob's, indexed
+    stream = TableStream(TABLE)
+    first = post("I booked a flight to Lisbon for May")
+    post("the weather is nice", first)
+    second = post("我喜欢北京烤鸭")
+    bob = post("Lisbon is where bob lives", None, user="bob")
+    run_stream(stream)
+    # When alice searches
+    found = memory_search(q="flight Lisbon")
+    assert found.status == 200, found.body
+    results = found.body["results"]
+    # Then her message comes first, with its ids, snippet and score; bob's never appears
+    assert results[0]["conversation_id"] == first
+    assert results[0]["seq"] == 1
+    assert "Lisbon" in results[0]["snippet"]
+    assert results[0]["score"] > 0
+    assert all(r["conversation_id"] != bob for r in results)
+    # And Chinese is found by its bigrams, in one conversation when asked
+    chinese = memory_search(q="北京烤鸭", conversation_id=second).body["results"]
+    assert [r["conversation_id"] for r in chinese][:1] == [second]
+    # And bob's conversation cannot be searched by alice
+    assert memory_search(q="Lisbon", conversation_id=bob).status == 404
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"q": ""}, {"q": "x" * 1001}, {"q": "x", "limit": "0"}, {"q": "x", "limit": "51"}, {}],
+)
+def test_search_refuses_bad_parameters(chat_service: None, query: dict[str, str]) -> None:
+    answer = memory_search(**query)
+    assert 400 <= answer.status < 500
+    assert answer.body["error"]["code"]
+
+
+def test_deleted_messages_and_conversations_never_appear(chat_service: None) -> None:
+    stream = TableStream(TABLE)
+    kept = post("the wifi password is hunter2")
+    gone = post("the wifi password is swordfish")
+    run_stream(stream)
+
+    def users() -> list[dict[str, Any]]:
+        return [r for r in memory_search(q="wifi password").body["results"] if r["role"] == "user"]
+
+    assert len(users()) == 2
+    # When one conversation is deleted, then it is gone from search at once
+    assert api.delete(gone).status in (200, 204)
+    assert [r["conversation_id"] for r in users()] == [kept]
+    # And so is a deleted message
+    message_id = users()[0]["message_id"]
+    assert api.delete_message(kept, message_id).status in (200, 204)
+    assert users() == []
+
+
+def test_recall_never_reaches_another_branch(chat_service: None) -> None:
+    # Given a conversation whose first message named the cat, then edited into another branch
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 3, policy={"recall": True})
+    first = api.detail(cid).body["messages"][0]
+    edited = api.edit(cid, first["message_id"], "my dog is called Rex and he likes bones")
+    assert edited.status == 201, edited.body
+    for turn in range(12):
+        post(f"question {turn} about the weather in town", cid)
+    run_stream(stream)
+    # When the new branch asks about its pets
+    answer = api.window(cid, "what is my cat or my dog called?")
+    assert answer.status == 200, answer.body
+    entries = answer.body["inspect"]["entries"]
+    recalled = [e for e in entries if e.get("recalled")]
+    # Then the branch's own first message is recalled, the other branch's never
+    assert any("Rex" in e["preview"] for e in recalled)
+    assert not any("Mochi" in str(m["content"]) for m in answer.body["messages"])
+
+
+def test_a_deleted_conversation_is_not_indexed(chat_service: None) -> None:
+    # Given a turn whose conversation is deleted before the stream reaches it (as `store: false` does)
+    stream = TableStream(TABLE)
+    cid = post("a secret plan")
+    assert api.delete(cid).status in (200, 204)
+    # When the stream is processed
+    run_stream(stream)
+    # Then nothing of it is indexed
+    assert recall_index.read_tail("alice", cid).n_docs == 0
+
+
+def test_an_index_failure_raises_for_a_retry_that_indexes(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chat_core.chat import recall_upkeep
+    from chat_core.errors import StoreUnavailable, SummaryFailed
+
+    # Given a turn, and an index that cannot be written
+    stream = TableStream(TABLE)
+    cid = post("hello there")
+    batch = for_function(SUMMARIZER, stream.read())
+
+    def broken(owner: str, conversation_id: str) -> int:
+        raise StoreUnavailable("busy")
+
+    monkeypatch.setattr(recall_upkeep, "update_index", broken)
+    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+    # When the batch is processed, then it raises so Lambda retries it
+    with pytest.raises(SummaryFailed):
+        api.load("summarize_conversation").lambda_handler(event(batch), context)
+    # And the retry indexes the turn
+    monkeypatch.undo()
+    again = api.load("summarize_conversation").lambda_handler(event(batch), context)
+    assert again["recall"]["documents"] == 2
+    assert recall_index.read_tail("alice", cid).n_docs == 2
