@@ -34,7 +34,9 @@ def post(text: str, conversation_id: str | None = None, **fields: Any) -> str:
 def search(conversation_id: str, text: str) -> list[int]:
     tail = recall_index.read_tail("alice", conversation_id)
     pk = recall_index.conversation_pk("alice", conversation_id)
-    segments = {sid: seg for (_, sid), seg in recall_index.read_segments((pk, r.id) for r in tail.segments).items()}
+    segments = {
+        sid: seg for (_, sid), seg in recall_index.read_segments((pk, r.id) for r in tail.segments).items()
+    }
     if tail.pending:
         segments["~"] = recall.Segment(tail.pending)
     hits = recall.score(
