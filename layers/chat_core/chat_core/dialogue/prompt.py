@@ -38,10 +38,13 @@ from chat_core.dialogue.entries import (
     validate_limit,
 )
 from chat_core.dialogue.gametime import Calendar, QuadrumCalendar, check_tick, get_calendar
+from chat_core.dialogue.prompt_stats import PromptPayload, PromptStats
+from chat_core.dialogue.recall import Recalled, parse_recall, read_pool, recall_block
 from chat_core.engine.window import WindowPolicy, WindowStats, count_window_tokens, select_window
 from chat_core.errors import InvalidInput
 from chat_core.store.dialogues import (
     EntryRecord,
+    dialogue_key,
     normalize_participants,
     validate_participant_id,
     validate_world_id,
@@ -158,9 +161,12 @@ class PromptBuildConfig:
     references: tuple[tuple[str, ...], ...] = ()
     #: DLG-3: whose memory (JSON `for`, default ai_participant): entries it did not perceive are left out.
     viewer: str | None = None
+    #: MEM-45: older lines the reader perceived, relevant to the current line (dialogue/recall.py).
+    recall: Any = None
 
     def __post_init__(self) -> None:
         validate_world_id(self.world_id)
+        object.__setattr__(self, "recall", parse_recall(self.recall))
         object.__setattr__(self, "participants", normalize_participants(self.participants))
         if not isinstance(self.system_prompt, str):
             raise InvalidInput("system_prompt must be a string", field="system_prompt")
@@ -283,71 +289,6 @@ class PromptBuildConfig:
         return cls(world_id=world_id, **kwargs)
 
 
-@dataclass(frozen=True)
-class PromptStats:
-    """What the payload holds and what the budget left out."""
-
-    token_method: str
-    token_budget: int | None
-    tokens_used: int
-    over_budget: bool
-    primary_available: int
-    primary_kept: int
-    ancillary_available: int
-    ancillary_kept: int
-    context_kept: bool
-    ancillary_dialogues: list[str]
-    passes: list[dict[str, Any]]
-    references_available: int = 0
-    references_kept: int = 0
-    reference_dialogues: list[str] = field(default_factory=list)
-    viewer: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "for": self.viewer,
-            "token_method": self.token_method,
-            "token_budget": self.token_budget,
-            "tokens_used": self.tokens_used,
-            "tokens_remaining": None
-            if self.token_budget is None
-            else max(0, self.token_budget - self.tokens_used),
-            "over_budget": self.over_budget,
-            "primary": {
-                "available": self.primary_available,
-                "kept": self.primary_kept,
-                "dropped": self.primary_available - self.primary_kept,
-            },
-            "ancillary": {
-                "available": self.ancillary_available,
-                "kept": self.ancillary_kept,
-                "dropped": self.ancillary_available - self.ancillary_kept,
-                "dialogues": list(self.ancillary_dialogues),
-            },
-            "references": {
-                "available": self.references_available,
-                "kept": self.references_kept,
-                "dropped": self.references_available - self.references_kept,
-                "dialogues": list(self.reference_dialogues),
-            },
-            "context_kept": self.context_kept,
-            "passes": self.passes,
-        }
-
-
-@dataclass(frozen=True)
-class PromptPayload:
-    """Seed 004 PromptPayload: OpenAI chat messages in send order, plus stats."""
-
-    messages: list[dict[str, Any]]
-    stats: PromptStats
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready `{messages, stats}`."""
-        return {"messages": self.messages, "stats": self.stats.to_dict()}
-
-
 class _Speakers:
     """Display names and OpenAI names of speakers, decided once per prompt."""
 
@@ -421,10 +362,15 @@ def build_structured_prompt(
     primary_msgs = [_primary_message(e, config, calendar, speakers) for e in history.primary]
     current_msg = _current_message(config, calendar, speakers)
 
-    # Pass 1: system + context (pinned, so it outranks history) + primary, newest contiguous run.
+    recalled = _recall(config, owner, history, background_entries, policy, calendar, speakers)
+    # Pass 1: system + context (pinned, so it outranks history) + primary, newest contiguous run, in
+    # what the recalled block leaves.
+    budget = policy.token_budget
     first = select_window(
         history=primary_msgs,
-        policy=policy,
+        policy=policy.with_changes(max_tokens=max(0, budget - recalled.tokens))
+        if budget is not None and recalled.tokens
+        else policy,
         system=system_msg,
         current=current_msg,
         pinned=[context_msg] if context_msg is not None else (),
@@ -432,20 +378,15 @@ def build_structured_prompt(
     context_kept = context_msg is not None and not any(d.ref == "pinned:0" for d in first.stats.dropped)
 
     # Pass 2: background lines into what pass 1 left, newest first; the header is the fixed part.
-    budget = policy.token_budget
-    remaining = None if budget is None else max(0, budget - first.stats.tokens_used)
+    remaining = None if budget is None else max(0, budget - first.stats.tokens_used - recalled.tokens)
     lines = _background_lines(
         background_entries, bool(references), config, policy, calendar, speakers, labels
     )
     background: dict[str, Any] | None = None
     second: WindowStats | None = None
-    messages = list(first.messages)
-    tokens_used = first.stats.tokens_used
     for _ in range(_BACKGROUND_PASSES):
         background, second = _fit_background(lines, remaining)
-        messages = list(first.messages)
-        if background is not None:
-            messages.insert(1, background)
+        messages = _assemble(first.messages, background, recalled)
         tokens_used = count_window_tokens(messages, policy)
         if budget is None or remaining is None or background is None or tokens_used <= budget:
             break
@@ -454,7 +395,7 @@ def build_structured_prompt(
         remaining = max(0, remaining - (tokens_used - budget))
     else:
         background = None
-        messages = list(first.messages)
+        messages = _assemble(first.messages, None, recalled)
         tokens_used = count_window_tokens(messages, policy)
     kept_lines = 0 if background is None or second is None else second.kept_history
     kept_background = background_entries[len(background_entries) - kept_lines :] if kept_lines else []
@@ -474,8 +415,53 @@ def build_structured_prompt(
         reference_dialogues=sorted({e.entry.dialogue_id for e in background_entries if e.is_reference}),
         passes=[first.stats.to_dict()] + ([second.to_dict()] if second is not None else []),
         viewer=config.reader,
+        recall=recalled.stats if config.recall is not None else None,
     )
     return PromptPayload(messages, stats)
+
+
+def _assemble(
+    first: Sequence[dict[str, Any]], background: dict[str, Any] | None, recalled: Recalled
+) -> list[dict[str, Any]]:
+    """Send order: system, [Background], [Recalled], then what pass 1 kept (context, primary, current)."""
+    extra = [m for m in (background, recalled.message) if m is not None]
+    return [*first[:1], *extra, *first[1:]]
+
+
+def _recall(
+    config: PromptBuildConfig,
+    owner: str | None,
+    history: HistoricalContext,
+    background: Sequence[_BackgroundEntry],
+    policy: WindowPolicy,
+    calendar: Calendar,
+    speakers: _Speakers,
+) -> Recalled:
+    """MEM-45: the [Recalled] block (nothing without `recall`, or when the history came without an owner)."""
+    spec = config.recall
+    if spec is None or owner is None:
+        return Recalled(None, 0, {})
+    query = config.current.content if config.current is not None else ""
+    if not query and history.primary:
+        query = history.primary[-1].content
+    key = dialogue_key(config.participants)
+    pool = read_pool(owner, config.world_id, key, config.reader, spec.scan)
+    present = {(e.dialogue_id, e.seq) for e in history.primary}
+    present |= {(b.entry.dialogue_id, b.entry.seq) for b in background}
+    reader = config.reader
+    return recall_block(
+        spec,
+        query,
+        pool,
+        present,
+        policy=policy,
+        role=config.context_role,
+        who=speakers.display(reader) if reader is not None else speakers.display(config.participants[0]),
+        language=config.resolved_language,
+        line_text=lambda e: _line_text(
+            e, e.dialogue_id != key, calendar, speakers, _LABELS[config.resolved_language]
+        ),
+    )
 
 
 def _context_message(config: PromptBuildConfig, labels: Mapping[str, str]) -> dict[str, Any] | None:
@@ -581,15 +567,7 @@ def _background_lines(
     intro = labels["background_intro_refs"] if has_references else labels["background_intro"].format(who=who)
     header = f"{labels['background']}\n{intro}"
     several = len({b.entry.dialogue_id for b in entries}) > 1
-    texts = []
-    for b in entries:
-        e = b.entry
-        group = ""
-        if several:
-            members = e.dialogue_id.split("+") if not e.dialogue_id.startswith("~") else []
-            group = f"({labels['joiner'].join(speakers.display(p) for p in members)}) " if members else ""
-        speaker = speakers.display(e.participant_id, e.name)
-        texts.append(f"{calendar.format(e.game_tick)} {group}{speaker}: {e.content}")
+    texts = [_line_text(b.entry, several, calendar, speakers, labels) for b in entries]
 
     # The message is header + "\n" + line + "\n" + ... + newest line. The tokenizer never merges across
     # a newline followed by "[" (its pre-split ends a piece there), so the cost is additive: a whole
@@ -611,6 +589,17 @@ def _background_lines(
         for i, text in enumerate(texts)
     ]
     return _Background({"role": config.context_role, "content": header, "tokens": header_tokens}, lines)
+
+
+def _line_text(
+    e: EntryRecord, grouped: bool, calendar: Calendar, speakers: _Speakers, labels: Mapping[str, str]
+) -> str:
+    """A readable, timestamped line "speaker: text", led by its dialogue's members when `grouped`."""
+    group = ""
+    if grouped:
+        members = e.dialogue_id.split("+") if not e.dialogue_id.startswith("~") else []
+        group = f"({labels['joiner'].join(speakers.display(p) for p in members)}) " if members else ""
+    return f"{calendar.format(e.game_tick)} {group}{speakers.display(e.participant_id, e.name)}: {e.content}"
 
 
 def _fit_background(

@@ -119,6 +119,17 @@ class CurrentLineIn(_Strict):
 TextOrMap = Annotated[str, StringConstraints(max_length=20_000)] | dict[str, str | int | float]
 
 
+class RecallIn(_Strict):
+    """MEM-45: how much recall may add to a prompt and how far back it reads."""
+
+    max_tokens: int | None = Field(
+        default=None, ge=1, le=100_000, description="Default: a quarter of the budget."
+    )
+    scan: int = Field(
+        default=500, ge=1, le=1000, description="How many of the newest perceived lines to rank."
+    )
+
+
 class PromptIn(_Strict):
     """POST /worlds/{world_id}/prompt: seed 004 PromptBuildConfig."""
 
@@ -149,6 +160,11 @@ class PromptIn(_Strict):
         default=None,
         alias="for",
         description="DLG-3: whose memory the history is (default ai_participant): only what it perceived.",
+    )
+    recall: bool | Annotated[int, Field(ge=1, le=100_000)] | RecallIn | None = Field(
+        default=None,
+        description="MEM-45: older lines the reader perceived, relevant to the current line, as a "
+        "[Recalled] block (true, a token cap, or {max_tokens, scan}).",
     )
 
     def config_mapping(self) -> dict[str, Any]:
