@@ -119,7 +119,7 @@ class CurrentLineIn(_Strict):
 TextOrMap = Annotated[str, StringConstraints(max_length=20_000)] | dict[str, str | int | float]
 
 
-class RecallIn(_Strict):
+class PromptRecallIn(_Strict):
     """MEM-45: how much recall may add to a prompt and how far back it reads."""
 
     max_tokens: int | None = Field(
@@ -161,7 +161,7 @@ class PromptIn(_Strict):
         alias="for",
         description="DLG-3: whose memory the history is (default ai_participant): only what it perceived.",
     )
-    recall: bool | Annotated[int, Field(ge=1, le=100_000)] | RecallIn | None = Field(
+    recall: bool | Annotated[int, Field(ge=1, le=100_000)] | PromptRecallIn | None = Field(
         default=None,
         description="MEM-45: older lines the reader perceived, relevant to the current line, as a "
         "[Recalled] block (true, a token cap, or {max_tokens, scan}).",
