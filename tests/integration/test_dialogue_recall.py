@@ -75,10 +75,12 @@ def test_mem45_an_old_relevant_line_comes_back_beyond_the_history_limit(table: N
     assert "old oak" not in text_of(plain)
     assert "recall" not in plain.stats.to_dict()
     block = [m for m in recalled.messages if str(m["content"]).startswith("[Recalled]")]
-    assert len(block) == 1 and "old oak" in block[0]["content"]
+    assert len(block) == 1
+    assert "old oak" in block[0]["content"]
     assert recalled.messages.index(block[0]) < len(recalled.messages) - 5
     stats = recalled.stats.to_dict()["recall"]
-    assert stats["kept"] >= 1 and stats["entries"][0]["score"] > 0
+    assert stats["kept"] >= 1
+    assert stats["entries"][0]["score"] > 0
     assert stats["tokens"] <= stats["max_tokens"] == 500
     assert recalled.stats.tokens_used <= 2000
 
@@ -114,8 +116,10 @@ def test_mem47_recall_fits_its_cap_and_a_tight_budget(table: None) -> None:
     tiny = prompt(w, "smith", "Where did I hide the silver key?", recall={"max_tokens": 5})
     tight = prompt(w, "smith", "Where did I hide the silver key?", max_prompt_tokens=300, recall=True)
     # Then nothing is recalled rather than a cut line, and the tight prompt stays within its budget
-    assert "[Recalled]" not in text_of(tiny) and tiny.stats.to_dict()["recall"]["kept"] == 0
-    assert tight.stats.tokens_used <= 300 and not tight.stats.over_budget
+    assert "[Recalled]" not in text_of(tiny)
+    assert tiny.stats.to_dict()["recall"]["kept"] == 0
+    assert tight.stats.tokens_used <= 300
+    assert not tight.stats.over_budget
     assert tight.stats.to_dict()["recall"]["max_tokens"] == 75  # a quarter of the budget
 
 
