@@ -227,3 +227,36 @@ def test_an_index_failure_raises_for_a_retry_that_indexes(
     again = api.load("summarize_conversation").lambda_handler(event(batch), context)
     assert again["recall"]["documents"] == 2
     assert recall_index.read_tail("alice", cid).n_docs == 2
+
+
+def test_mem13_scope_all_brings_the_callers_other_conversations_and_nobody_elses(chat_service: None) -> None:
+    # Given alice said where her bike is in one conversation, bob said something alike in his, and alice
+    # then talks in a new conversation with recall's scope "all"
+    stream = TableStream(TABLE)
+    post("my red bike is locked at the harbour station")
+    bob = api.post("my blue bike is parked behind the bakery", user="bob")
+    assert bob.status == 201, bob.body
+    gone = post("my old bike was stolen from the garden shed")
+    run_stream(stream)
+    assert api.delete(gone).status in (200, 204)
+    policy = {"max_tokens": 2000, "recall": {"max_tokens": 600, "scope": "all"}}
+    created = api.create(window_policy=policy)
+    cid = str(created.body["conversation_id"])
+    # When the window of a question about the bike is built
+    answer = api.window(cid, "where is my bike?")
+    assert answer.status == 200, answer.body
+    system = [str(m["content"]) for m in answer.body["messages"] if m["role"] == "system"]
+    # Then one labelled block carries alice's own line, never bob's nor a deleted conversation's
+    block = [c for c in system if c.startswith("From the user's other conversations")]
+    assert len(block) == 1
+    assert "harbour station" in block[0]
+    assert "bakery" not in block[0]
+    assert "garden shed" not in block[0]
+    across = answer.body["stats"]["recall"]["across"]
+    assert across["tokens"] <= 300
+    assert [e["conversation_id"] for e in across["entries"]] != [cid]
+    # And with the default scope nothing of the other conversations is sent
+    own = api.window(
+        cid, "where is my bike?", window_policy={"max_tokens": 2000, "recall": {"max_tokens": 600}}
+    )
+    assert all("harbour" not in str(m["content"]) for m in own.body["messages"])

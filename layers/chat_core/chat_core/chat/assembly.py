@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat_core.chat import memory, paths, summary_window
+from chat_core.chat import memory, paths, recall_across, summary_window
 from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
@@ -130,6 +130,8 @@ class AssembledWindow:
     facts: Mapping[str, Any] | None = None
     #: MEM-6: the older messages recall brought (sent unless the budget dropped them), oldest first.
     recalled: tuple[Recalled, ...] = ()
+    #: MEM-13: the block of the caller's other conversations (recall's scope "all").
+    across: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,9 +211,20 @@ def assemble_window(
         usable, tail = usable[:cut], usable[cut:]
         policy = _room_for_tail(policy, tail)
     recalled: list[Recalled] = []
+    across: dict[str, Any] | None = None
     option = recall_option(stored_policy)
     if option is not None and recall_from is not None and current is not None:
         share = option.budget(policy.token_budget)
+        if option.scope == "all":  # MEM-13: half the share for the caller's other conversations
+            across = recall_across.across_block(
+                recall_from.owner, conversation.conversation_id, message_text(current), share // 2, model
+            )
+            if across is not None:
+                share -= int(across["tokens"])
+                if policy.token_budget is not None:
+                    policy = policy.with_changes(
+                        max_tokens=max(0, policy.token_budget - int(across["tokens"]))
+                    )
         first = policy
         if policy.token_budget is not None:
             first = policy.with_changes(max_tokens=max(0, policy.token_budget - share))
@@ -233,7 +246,7 @@ def assemble_window(
     )
     if tail:
         result = WindowResult(result.messages + [to_openai(m) for m in tail], result.stats)
-    result = memory.insert_block(result, facts)
+    result = memory.insert_block(memory.insert_block(result, across), facts)
     dropped = {d.ref for d in result.stats.dropped}
     sent = [m for m in (*pinned, *usable) if m["message_id"] not in dropped]
     prompt = system_tokens + sum(int(m["tokens"]) for m in (*sent, *tail))
@@ -243,12 +256,13 @@ def assemble_window(
         prompt += summary.tokens
     # Tool definitions are billed as prompt tokens (TOK-8).
     # The stored counts are exact counts for `model`, so is the reply priming (a family's own header).
-    prompt += int(facts["tokens"]) if facts is not None else 0
+    prompt += sum(int(block["tokens"]) for block in (facts, across) if block is not None)
     return AssembledWindow(
         result,
         prompt + tokens.reply_priming_tokens(model=model) + generation.tool_tokens,
         facts,
         tuple(recalled),
+        across,
     )
 
 
@@ -291,8 +305,13 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
     stats.update(generation.window_stats())
     if assembled.facts is not None:
         stats["facts"] = {"included": len(assembled.facts["facts"]), "tokens": assembled.facts["tokens"]}
-    if assembled.recalled:
+    if assembled.recalled or assembled.across is not None:
         stats["recall"] = recall_stats(assembled.recalled, window)
+    if assembled.across is not None:
+        stats["recall"]["across"] = {
+            "entries": assembled.across["entries"],
+            "tokens": assembled.across["tokens"],
+        }
     # What the model call would carry besides the messages (API-11), the reply size as clamped.
     return {
         "messages": window.messages,
