@@ -260,3 +260,43 @@ def test_mem13_scope_all_brings_the_callers_other_conversations_and_nobody_elses
         cid, "where is my bike?", window_policy={"max_tokens": 2000, "recall": {"max_tokens": 600}}
     )
     assert all("harbour" not in str(m["content"]) for m in own.body["messages"])
+
+
+def received(answer: api.Answer) -> int:
+    """How many messages the offline model says it received (its reply names the count)."""
+    text = str(answer.body["reply"]["content"] if "reply" in answer.body else answer.body)
+    return int(text.split("I received ")[1].split(" message")[0])
+
+
+def test_mem6_recall_per_post_and_on_chat_completions_leaves_the_conversations_policy(
+    chat_service: None,
+) -> None:
+    # Given 15 turns under the default policy (no recall), the first naming the cat
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 15)
+    # When one post asks for recall and the next does not
+    with_recall = api.post("what is my cat called?", cid, recall=True)
+    without = api.post("what is my cat called?", cid)
+    assert with_recall.status == 201, with_recall.body
+    assert without.status == 201, without.body
+    # Then only the first sent the model more than the recency window, and the policy is unchanged
+    assert received(with_recall) > received(without)
+    assert api.detail(cid).body.get("window_policy") is None
+    # And a Chat Completions turn on the conversation takes `recall` too (extra_body)
+    event = http_events.http_event(
+        "POST",
+        "/v1/chat/completions",
+        route="/v1/chat/completions",
+        body={
+            "model": "gpt-4o-mini",
+            "conversation": cid,
+            "messages": [{"role": "user", "content": "what is my cat called?"}],
+            "recall": {"max_tokens": 500},
+        },
+    )
+    completion = api.invoke("chat_completions", event)
+    assert completion.status == 200, completion.body
+    text = completion.body["choices"][0]["message"]["content"]
+    assert int(text.split("I received ")[1].split(" message")[0]) > received(without)
+    refused = api.post("hello", cid, recall={"max_tokens": 0})
+    assert refused.status == 422

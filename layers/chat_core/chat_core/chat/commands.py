@@ -38,6 +38,9 @@ class PostMessage:
     #: RSP-2: the Responses settings kept on the answer, or a reference to an answer keeping the same
     #: (chat.response_settings); None: none.
     answer_settings: Mapping[str, Any] | str | None = None
+    #: MEM-6: the post's own `recall` (True, False or {"max_tokens", "scope"}) over the conversation's
+    #: window policy; None: the conversation's.
+    recall: Any = None
 
     @property
     def has_content(self) -> bool:

@@ -67,6 +67,16 @@ def recall_option(stored: Mapping[str, Any] | None) -> RecallOption | None:
     return None
 
 
+def with_recall(stored: Mapping[str, Any] | None, recall_value: Any) -> dict[str, Any] | None:
+    """A post's window policy with its own `recall` (MEM-6): None keeps the conversation's as it is."""
+    if recall_value is None:
+        return None
+    policy = {k: v for k, v in (stored or {}).items() if k != "recall"}
+    if recall_value is not False:
+        policy["recall"] = recall_value
+    return policy or None
+
+
 @dataclass(frozen=True)
 class Recalled:
     """A message recall brings to the window, with its score."""

@@ -18,6 +18,7 @@ from chat_core.http.schemas import (
     ModelName,
     ModelSettingsIn,
     PostMessageIn,
+    RecallIn,
     ToolCallId,
     ToolCallIn,
 )
@@ -57,6 +58,8 @@ class ChatCompletionIn(ModelSettingsIn):
     model: ModelName
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=2000)
     conversation: ConversationId | ConversationRefIn | None = None
+    #: MEM-6: recall for this turn (SDKs send it through `extra_body`), as a post's `recall`.
+    recall: bool | RecallIn | None = None
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None
     n: int | None = Field(default=None, ge=1, le=1)
@@ -113,6 +116,8 @@ def chat_completion(
         body["content"] = plan.content
     if plan.recorded:
         body["messages"] = plan.recorded
+    if request.recall is not None:
+        body["recall"] = request.recall
     try:
         turn = PostMessageIn.model_validate(body)
     except ValidationError as exc:

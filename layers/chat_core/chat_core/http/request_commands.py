@@ -20,6 +20,7 @@ from chat_core.http.schemas import (
     EditMessageIn,
     ModelSettingsIn,
     PostMessageIn,
+    RecallIn,
     RegenerateIn,
     UpdateConversationIn,
     WindowPolicyIn,
@@ -37,7 +38,8 @@ def post_command(body: PostMessageIn) -> PostMessage:
         model=body.model,
         recorded=[m.model_dump(exclude_none=True) for m in body.messages or []],
         settings=body.settings(),
-        as_sent=body.model_dump(mode="json"),
+        as_sent=body.model_dump(mode="json", exclude={"recall"} if body.recall is None else None),
+        recall=body.recall.model_dump() if isinstance(body.recall, RecallIn) else body.recall,
     )
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chat_core.chat.response_items import response_id
 from chat_core.errors import InvalidInput
-from chat_core.http.schemas import ConversationId, MetadataKey, MetadataValue, ModelName
+from chat_core.http.schemas import ConversationId, MetadataKey, MetadataValue, ModelName, RecallIn
 from chat_core.store.keys import seq_in_message_id
 
 #: Fields OpenAI's API has that this service refuses by name when they are set.
@@ -89,6 +89,8 @@ class ResponseCreateIn(BaseModel):
     user: str | None = Field(default=None, max_length=256)
     safety_identifier: str | None = Field(default=None, max_length=256)
     prompt_cache_key: str | None = Field(default=None, max_length=256)
+    #: MEM-6: recall for this response's window (our extension; SDKs send it through `extra_body`).
+    recall: bool | RecallIn | None = None
 
     def conversation_id(self) -> str | None:
         if isinstance(self.conversation, ConversationParamIn):

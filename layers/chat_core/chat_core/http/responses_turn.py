@@ -370,6 +370,8 @@ def _respond(
         body["messages"] = plan.recorded
     if plan.conversation is not None:
         body["conversation_id"] = plan.conversation.conversation_id
+    if request.recall is not None:
+        body["recall"] = request.recall
     try:
         turn = PostMessageIn.model_validate(body)
     except ValidationError as exc:

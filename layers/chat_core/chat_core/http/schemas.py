@@ -324,6 +324,8 @@ class PostMessageIn(ModelSettingsIn):
     content: str | list[ContentPartIn] | None = Field(default=None)
     model: ModelName | None = None
     messages: list[RecordedMessageIn] | None = Field(default=None, min_length=1, max_length=30)
+    #: MEM-6: recall for this post only, over the conversation's own window policy (`false` turns it off).
+    recall: bool | RecallIn | None = None
 
     @model_validator(mode="after")
     def _something_to_post(self) -> PostMessageIn:
