@@ -4,7 +4,8 @@ index (MEM-5).
 The event source mapping sends only INSERTs of assistant messages (one record per turn). Their prices are
 first added to their owners' day items (each exactly once: `chat.usage_stream`), then each long
 conversation's running summary is brought up to date, then each conversation's recall index takes the
-messages stored since its watermark. A batch in which any of these failed raises, so Lambda retries it
+messages stored since its watermark (and, when configured, their embeddings: MEM-49). A batch in which
+any of these failed raises, so Lambda retries it
 (bisecting, bounded retries, then the on-failure queue); usage already added is not added again, the
 stored summary stays as it was meanwhile, an index already up to date is a no-op, and the posts never
 wait for any of this. The mapping's tumbling window is there for the `shardId` Lambda then puts in each
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import recall_upkeep, summaries, usage_stream
+from chat_core.chat import recall_embedding, recall_upkeep, summaries, usage_stream
 from chat_core.errors import SummaryFailed
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
@@ -35,12 +36,18 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         finally:
             # The index is kept even when a summary failed (the retry then finds it up to date).
             index = recall_upkeep.process_stream(records)
-        if index["failures"]:
+            # MEM-49: semantic recall's vectors (nothing at all unless RECALL_EMBEDDINGS_MODEL is set).
+            embedded = recall_embedding.process_stream(records)
+        failures = [*index["failures"], *embedded["failures"]]
+        if failures:
             raise SummaryFailed(
-                f"{len(index['failures'])} conversation(s) not indexed for recall; the stream retries",
-                failures=index["failures"],
+                f"{len(failures)} conversation(s) not indexed for recall; the stream retries",
+                failures=failures,
             )
-        return {**outcome, "recall": {k: v for k, v in index.items() if k != "failures"}, "state": {}}
+        recall = {k: v for k, v in index.items() if k != "failures"}
+        if embedded["conversations"]:
+            recall["vectors"] = embedded["vectors"]
+        return {**outcome, "recall": recall, "state": {}}
     owner, conversation_id = owner_and_conversation(event)
     outcome = summaries.summarize_conversation(owner, conversation_id, context=context)
     return outcome.to_dict()

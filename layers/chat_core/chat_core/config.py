@@ -125,6 +125,11 @@ class Settings:
     summary_max_tokens: int = 400
     summary_max_steps: int = 4
     summary_model: str | None = None
+    #: MEM-48: semantic recall's embeddings model (RECALL_EMBEDDINGS_MODEL; none: off), the vector size
+    #: asked of it (RECALL_EMBEDDINGS_DIMENSIONS; 0: the model's own) and the inputs of one request
+    recall_embeddings_model: str | None = None
+    recall_embeddings_dimensions: int = 0
+    recall_embeddings_batch: int = 64
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
     # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
@@ -208,6 +213,9 @@ def read_settings() -> Settings:
         summary_max_tokens=max(32, _int("SUMMARY_MAX_TOKENS", 400)),
         summary_max_steps=max(1, _int("SUMMARY_MAX_STEPS", 4)),
         summary_model=_str("SUMMARY_MODEL") or None,
+        recall_embeddings_model=_str("RECALL_EMBEDDINGS_MODEL") or None,
+        recall_embeddings_dimensions=max(0, _int("RECALL_EMBEDDINGS_DIMENSIONS", 0)),
+        recall_embeddings_batch=min(2048, max(1, _int("RECALL_EMBEDDINGS_BATCH", 64))),
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
         prices=_str("PRICES"),
         prices_parameter=_str("PRICES_PARAMETER") or None,
