@@ -6,11 +6,13 @@ messages above its watermark (up to the first gap, as the index takes them; at m
 embeddings call for the indexable ones (batched by the provider module), their vectors with
 BatchWriteItem, then the mark and the call's charge to the owner's usage in one TransactWrite.
 
-Never embedded: deleted messages (and so turns stored with `store: false`, deleted at once), failed
-replies, system messages, empty texts. When the owner has reached a budget (COST-4) nothing is embedded
-and the watermark stays: the messages are embedded by the first upkeep after the budget resets, and
-lexical recall works meanwhile. A provider failure is logged and leaves the watermark too (the next turn
-retries the backlog); a store failure is listed, so the stream retries the batch.
+Never embedded: deleted messages, the messages of a deleted conversation (and so turns stored with
+`store: false`, whose conversation is deleted once answered: checked before the call and again after the
+write, which then removes what it wrote), failed replies, system messages, empty texts. When the owner
+has reached a budget (COST-4) nothing is embedded and the watermark stays: the messages are embedded by
+the first upkeep after the budget resets, and lexical recall works meanwhile. A provider failure is
+logged and leaves the watermark too (the next turn retries the backlog); a store failure is listed, so
+the stream retries the batch.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ def embed_conversation(owner: str, conversation_id: str, settings: Settings | No
         written: dict[int, bytes] = {}
         charge = None
         if chosen:
+            if not store.conversation_live(owner, conversation_id):
+                # Deleted (a `store: false` turn's conversation is, once answered): the purge takes it.
+                return 0
             if over_budget(owner, settings):
                 metrics.add_metric(name="EmbeddingsSkippedOverBudget", unit=MetricUnit.Count, value=1)
                 logger.info(

@@ -41,6 +41,9 @@ from chat_core.store.records import MessageRecord
 MAX_KEYS: Final = store.BATCH_KEYS
 #: Candidates from the messages at hand that BM25 did not score (the rest of the keys go to BM25's).
 MAX_AT_HAND: Final = 20
+#: A candidate BM25 did not score joins only this close to the current message (a cosine at or below 0
+#: never counts): a rank fusion would otherwise give an unrelated message a share.
+MIN_COSINE: Final = 0.1
 #: Characters of the current message embedded.
 MAX_QUERY_CHARS: Final = 8000
 
@@ -124,9 +127,11 @@ def hybrid_scores(
         if data is None:
             continue
         try:
-            semantic[seq] = vectors.cosine(wanted, vectors.dequantise(data))
+            close = vectors.cosine(wanted, vectors.dequantise(data))
         except ValueError:
             continue
+        if close > (0.0 if seq in lexical else MIN_COSINE):
+            semantic[seq] = close
     found = {s: lexical[s] for s in seqs if s in lexical}
     fused = vectors.fuse(found, semantic)
     counts = {s: m.tokens for s, m in messages.items()} | {s: at_hand[s].tokens for s in seqs if s in at_hand}
