@@ -257,7 +257,7 @@ def tuning_mrr() -> dict[str, float]:
 
 
 def test_rrf_is_the_fusion_measured_best_on_the_tuning_set() -> None:
-    # Measured: bm25 0.817, cosine 0.902, weighted 0.910, rrf 0.927 (docs/recall.md)
+    # Measured: bm25 0.817, cosine 0.902, weighted 0.910, rrf 0.927 (docs/semantic-recall.md)
     mrr = tuning_mrr()
     assert mrr["rrf"] >= mrr["weighted"]
     assert mrr["rrf"] > mrr["bm25"] + 0.05

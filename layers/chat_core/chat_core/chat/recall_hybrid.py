@@ -14,7 +14,7 @@ cosine rankings (`engine.recall.vectors`).
 What this finds that BM25 alone does not: among the candidates, a paraphrase BM25 ranks low (few shared
 words, or only common ones) rises when its meaning is close. What it cannot find: an older message that
 shares no indexed term with the current message and is not among the messages the post read; that
-would take a read of every vector of the conversation (see docs/recall.md).
+would take a read of every vector of the conversation (see docs/semantic-recall.md).
 
 Any failure of the embeddings call (or a candidate set with no vector yet) falls back to BM25 alone:
 semantic recall never fails a post.

@@ -8,7 +8,7 @@ over 127), about a quarter of float32's bytes; the cosine of two quantised vecto
 
 Hybrid scoring fuses the BM25 ranking of the candidates with their cosine ranking. Reciprocal rank
 fusion (`rrf`, k = RRF_K) was chosen over a normalised weighted sum by measuring both on the tuning set
-of tests/unit/test_recall_vectors.py (see docs/recall.md, "Semantic recall"): RRF needs no score
+of tests/unit/test_recall_vectors.py (see docs/semantic-recall.md): RRF needs no score
 scale, and BM25's scores have none across queries.
 """
 
