@@ -35,9 +35,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             outcome = summaries.process_stream(records, context=context)
         finally:
             # The index is kept even when a summary failed (the retry then finds it up to date).
-            index = recall_upkeep.process_stream(records)
+            targets = summaries.conversations_in(records)
+            index = recall_upkeep.process_stream(targets)
             # MEM-49: semantic recall's vectors (nothing at all unless RECALL_EMBEDDINGS_MODEL is set).
-            embedded = recall_embedding.process_stream(records)
+            embedded = recall_embedding.process_stream(targets)
         failures = [*index["failures"], *embedded["failures"]]
         if failures:
             raise SummaryFailed(

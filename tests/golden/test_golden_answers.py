@@ -35,13 +35,24 @@ import pytest
 
 from tests.golden.recording import ADMIN_GROUP, Recorder, differences, dump, normalise
 from tests.golden.scenario_chat import conversations, messages, openai, usage
+from tests.golden.scenario_memory_search import memory_search
 from tests.golden.scenario_responses import responses
 from tests.golden.scenario_worlds import console, world_files, worlds
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
 ANSWERS = Path(__file__).with_name("answers")
-FAMILIES = ("conversations", "messages", "openai", "usage", "worlds", "world_files", "console", "responses")
+FAMILIES = (
+    "conversations",
+    "messages",
+    "openai",
+    "usage",
+    "worlds",
+    "world_files",
+    "console",
+    "responses",
+    "memory_search",
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +90,7 @@ def recording(golden_server: ServerProcess, standin: OpenAIStandin) -> dict[str,
     world_files(rec)
     console(rec)
     responses(rec)
+    memory_search(rec)
     urls = {golden_server.url: "<server>", standin.base_url: "<model>"}
     return {family: normalise(calls, urls) for family, calls in rec.families.items()}
 

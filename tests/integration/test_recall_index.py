@@ -170,3 +170,23 @@ def test_deleted_messages_and_conversations_never_appear(chat_service: None) -> 
     message_id = users()[0]["message_id"]
     assert api.delete_message(kept, message_id).status in (200, 204)
     assert users() == []
+
+
+def test_recall_never_reaches_another_branch(chat_service: None) -> None:
+    # Given a conversation whose first message named the cat, then edited into another branch
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 3, policy={"recall": True})
+    first = api.detail(cid).body["messages"][0]
+    edited = api.edit(cid, first["message_id"], "my dog is called Rex and he likes bones")
+    assert edited.status == 201, edited.body
+    for turn in range(12):
+        post(f"question {turn} about the weather in town", cid)
+    run_stream(stream)
+    # When the new branch asks about its pets
+    answer = api.window(cid, "what is my cat or my dog called?")
+    assert answer.status == 200, answer.body
+    entries = answer.body["inspect"]["entries"]
+    recalled = [e for e in entries if e.get("recalled")]
+    # Then the branch's own first message is recalled, the other branch's never
+    assert any("Rex" in e["preview"] for e in recalled)
+    assert not any("Mochi" in str(m["content"]) for m in answer.body["messages"])

@@ -729,6 +729,7 @@ const REASONS = {
   token_budget: "no room left in the token budget (token_budget)",
   orphan_tool_result: "a tool result whose call is not in the window (orphan_tool_result)",
   incomplete_tool_call: "a tool call whose results are not all there (incomplete_tool_call)",
+  recall: "relevant to the message being sent, recalled from older history (MEM-8)",
 };
 
 function setInspecting(on) {
@@ -770,6 +771,8 @@ function renderInspector(window_) {
   const items = entries.map((entry) => {
     const badges = [el("span", { class: `badge ${entry.state}`, text: entry.state })];
     if (entry.pinned) badges.push(el("span", { class: "badge pinned", text: "pinned" }));
+    if (entry.recalled && entry.state !== "recalled") badges.push(el("span", { class: "badge recalled", text: "recalled" }));
+    if (entry.score !== undefined) badges.push(el("span", { class: "badge score", text: `score ${entry.score.toFixed(2)}` }));
     if (entry.tool_group) badges.push(el("span", { class: "badge tool", text: `tool group ${entry.tool_group.slice(-6)}` }));
     const pin = entry.message_id
       ? el("button", {

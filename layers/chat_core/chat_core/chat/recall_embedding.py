@@ -17,13 +17,12 @@ the stream retries the batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from chat_core.chat import budgets, prices
 from chat_core.chat.recall_upkeep import _readable, indexable, message_text
-from chat_core.chat.summaries import conversations_in
 from chat_core.engine.recall import vectors
 from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.llm import embeddings
@@ -110,8 +109,8 @@ def embed_conversation(owner: str, conversation_id: str, settings: Settings | No
     raise MarkConflict(conversation_id)
 
 
-def process_stream(records: Sequence[Mapping[str, Any]], settings: Settings | None = None) -> dict[str, Any]:
-    """Embed every conversation that ended a turn in a stream batch (nothing at all when off).
+def process_stream(targets: Sequence[tuple[str, str]], settings: Settings | None = None) -> dict[str, Any]:
+    """Embed each (owner, conversation_id) that ended a turn in a stream batch (nothing at all when off).
 
     Store failures are listed (the caller raises for them, so the batch is retried; the mark makes the
     retry a no-op where done); a provider failure is logged and left to the next turn."""
@@ -120,7 +119,6 @@ def process_stream(records: Sequence[Mapping[str, Any]], settings: Settings | No
         return {"conversations": 0, "vectors": 0, "failures": []}
     written = 0
     failures: list[dict[str, Any]] = []
-    targets = conversations_in(records)
     for owner, conversation_id in targets:
         try:
             written += embed_conversation(owner, conversation_id, settings)

@@ -11,11 +11,10 @@ when recall fetches it (deletion takes effect at once).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from chat_core.chat.summaries import conversations_in
 from chat_core.engine import recall
 from chat_core.engine.recall import DocTerms, Segment
 from chat_core.errors import StoreUnavailable
@@ -151,15 +150,14 @@ def update_index(owner: str, conversation_id: str) -> int:
     raise TailConflict(conversation_id)
 
 
-def process_stream(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Index every conversation that ended a turn in a stream batch (each tried; failures listed).
+def process_stream(targets: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Index each (owner, conversation_id) that ended a turn in a stream batch (each tried; failures listed).
 
     The caller raises for the failures after its own work, so Lambda retries the batch; the watermark
     makes the retry a no-op for the conversations already indexed.
     """
     indexed = 0
     failures: list[dict[str, Any]] = []
-    targets = conversations_in(records)
     for owner, conversation_id in targets:
         try:
             indexed += update_index(owner, conversation_id)

@@ -2,7 +2,7 @@
 
 NFKC then casefold; runs of Han, Hiragana, Katakana or Hangul become overlapping character bigrams (a
 one-character run stands as itself), any other run of word characters is a word: English stopwords go,
-a light stemmer folds plurals and possessives, digits stay. Terms are kept as 32-bit hashes (CRC-32 of
+a light stemmer folds plurals and possessives, digits stay. Terms are kept as 32-bit hashes (CRC32 of
 their UTF-8) only: the index never holds readable text.
 """
 
