@@ -44,6 +44,8 @@ MAX_AT_HAND: Final = 20
 #: A candidate BM25 did not score joins only this close to the current message (a cosine at or below 0
 #: never counts): a rank fusion would otherwise give an unrelated message a share.
 MIN_COSINE: Final = 0.1
+#: Seconds the current message's embedding may take on the post path, retries included (then BM25 alone).
+QUERY_TIME_BUDGET_S: Final = 5.0
 #: Characters of the current message embedded.
 MAX_QUERY_CHARS: Final = 8000
 
@@ -112,7 +114,9 @@ def hybrid_scores(
     if not seqs:
         return None
     try:
-        answer = embeddings.get_embedder(settings).embed([query[:MAX_QUERY_CHARS]], model=model)
+        answer = embeddings.get_embedder(settings).embed(
+            [query[:MAX_QUERY_CHARS]], model=model, time_budget_s=QUERY_TIME_BUDGET_S
+        )
     except ProviderFailed as exc:
         metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
         logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
