@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from chat_core.chat import recall_embedding, recall_upkeep
 from chat_core.engine.recall import vectors
+from chat_core.errors import ProviderFailed
+from chat_core.llm.embeddings import EMBEDDER
 from chat_core.llm.offline import offline_vector
 from chat_core.runtime import current
 from chat_core.store import ledger, recall_index
@@ -280,3 +282,31 @@ def test_semantic_recall_reads_at_most_three_more_times(
     post_with = _calls(dynamo_calls, lambda: api.post(QUESTION, cid))
     assert reads(post_with) - reads(post_without) <= 3, (post_with, post_without)
     assert sum(post_with.values()) - sum(post_without.values()) <= 4, (post_with, post_without)
+
+
+class _Failing:
+    """An embeddings provider that is down."""
+
+    def embed(self, texts: Any, *, model: str, time_budget_s: float | None = None) -> Any:
+        raise ProviderFailed("the embeddings model answered HTTP 503", status_code=503, kind="http_error")
+
+
+def test_a_failing_provider_falls_back_to_bm25_and_leaves_the_backlog(semantic: None) -> None:
+    # Given an embedded conversation, then the provider goes down
+    cid = seed([TARGET, *DISTRACTORS, *NEUTRAL], {"max_messages": 4})
+    current().provide(EMBEDDER, _Failing())
+    before = embedding_usage()
+    # When a window asks for semantic recall
+    hybrid_policy = {"max_messages": 4, "recall": {"max_tokens": 72, "semantic": True}}
+    found = recalled(api.window(cid, QUESTION, window_policy=hybrid_policy))
+    # Then it is BM25's recall, and nothing more is charged
+    lexical_policy = {"max_messages": 4, "recall": {"max_tokens": 72}}
+    assert found == recalled(api.window(cid, QUESTION, window_policy=lexical_policy))
+    assert found
+    assert embedding_usage() == before
+    # And the stream's upkeep logs the failure, raises nothing and leaves its watermark for the next turn
+    stream = TableStream(TABLE)
+    post("one more question about the weather", cid)
+    result = run_stream(stream)
+    assert result["recall"]["vectors"] == 0
+    assert store.read_mark("alice", cid).watermark == len(DISTRACTORS) + len(NEUTRAL) + 1

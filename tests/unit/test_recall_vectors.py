@@ -261,3 +261,26 @@ def test_rrf_is_the_fusion_measured_best_on_the_tuning_set() -> None:
     mrr = tuning_mrr()
     assert mrr["rrf"] >= mrr["weighted"]
     assert mrr["rrf"] > mrr["bm25"] + 0.05
+
+
+def test_hybrid_candidates_fit_one_batch_get() -> None:
+    # Given 80 BM25 hits none of which is at hand, a tool group among them, and 30 messages at hand
+    from chat_core.chat.recall_hybrid import MAX_AT_HAND, plan_candidates
+
+    lexical = {seq: 100.0 - seq for seq in range(1, 81)}
+    at_hand: dict[int, Any] = {seq: object() for seq in range(200, 230)}
+
+    def expand(seq: int) -> list[int] | None:
+        return [3, 4, 5] if seq in (3, 4, 5) else [seq]
+
+    # When the candidates are planned
+    chosen = plan_candidates(lexical, at_hand, list(at_hand), expand)
+    # Then the best hits come first with their groups, and the keys (2 a hit, 1 a message at hand) fit
+    assert chosen[:5] == [1, 2, 3, 4, 5]
+    keys = sum(1 if s in at_hand else 2 for s in chosen)
+    assert keys <= 100
+    assert len(chosen) == 50
+    # And with fewer hits, the newest messages at hand fill the rest (at most MAX_AT_HAND)
+    few = plan_candidates({1: 1.0}, at_hand, list(at_hand), expand)
+    assert few[0] == 1
+    assert few[1:] == sorted(at_hand, reverse=True)[:MAX_AT_HAND]

@@ -89,8 +89,8 @@ def plan_candidates(
         members = expand(seq)
         if members is not None and not take(members):
             break
-    spare = [s for s in extra if s not in seen and s not in lexical][:MAX_AT_HAND]
-    for seq in sorted(spare, reverse=True):
+    spare = sorted((s for s in extra if s not in seen and s not in lexical), reverse=True)
+    for seq in spare[:MAX_AT_HAND]:
         take([seq])
     return chosen
 
