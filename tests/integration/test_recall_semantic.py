@@ -62,7 +62,8 @@ def post(text: str, conversation_id: str | None = None, **fields: Any) -> str:
 
 def stored_vectors(conversation_id: str, seqs: range) -> dict[int, bytes]:
     _, found = store.candidates_for(conversation_pk("alice", conversation_id), list(seqs), have=set(seqs))
-    return found
+    assert all(model == "offline-embeddings" for model, _ in found.values())
+    return {seq: data for seq, (_, data) in found.items()}
 
 
 def embedding_usage() -> ledger.UsageDayRecord | None:

@@ -127,9 +127,10 @@ def hybrid_scores(
     wanted = vectors.normalise(answer.vectors[0])
     semantic: dict[int, float] = {}
     for seq in seqs:
-        data = stored.get(seq)
-        if data is None:
-            continue
+        found_vector = stored.get(seq)
+        if found_vector is None or found_vector[0] not in (None, answer.model):
+            continue  # none yet, or made by another model (RECALL_EMBEDDINGS_MODEL changed): BM25's rank only
+        data = found_vector[1]
         try:
             close = vectors.cosine(wanted, vectors.dequantise(data))
         except ValueError:

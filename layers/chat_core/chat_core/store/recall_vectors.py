@@ -142,23 +142,23 @@ def delete_vectors(owner: str, conversation_id: str, seqs: Sequence[int]) -> Non
 
 def candidates_for(
     pk: str, seqs: Sequence[int], *, have: Set[int] = frozenset()
-) -> tuple[dict[int, MessageRecord], dict[int, bytes]]:
-    """The vectors at `seqs` and the messages not in `have`, in ONE BatchGetItem (at most BATCH_KEYS
-    keys: the rest are left out, as is anything absent)."""
+) -> tuple[dict[int, MessageRecord], dict[int, tuple[str | None, bytes]]]:
+    """The vectors at `seqs` (with the model that made each) and the messages not in `have`, in ONE
+    BatchGetItem (at most BATCH_KEYS keys: the rest are left out, as is anything absent)."""
     wanted = list(dict.fromkeys(seqs))
     keys = [(pk, vector_sk(s)) for s in wanted] + [(pk, message_sk(s)) for s in wanted if s not in have]
     if not keys:
         return {}, {}
     base.bind()
     messages: dict[int, MessageRecord] = {}
-    vectors: dict[int, bytes] = {}
+    vectors: dict[int, tuple[str | None, bytes]] = {}
     try:
         for item in TableItem.batch_get(keys[:BATCH_KEYS], consistent_read=True):
             if isinstance(item, Message):
                 record = MessageRecord.of(item)
                 messages[record.seq] = record
             elif isinstance(item, RecallVector):
-                vectors[int(item.sk[len(VECTOR_SK_PREFIX) :])] = bytes(item.data)
+                vectors[int(item.sk[len(VECTOR_SK_PREFIX) :])] = (item.model, bytes(item.data))
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
     return messages, vectors
