@@ -12,7 +12,8 @@ import pytest
 from chat_core.engine import recall
 from chat_core.engine.recall import vectors
 from chat_core.errors import ProviderFailed
-from chat_core.llm.embeddings import OfflineEmbeddings, OpenAICompatibleEmbeddings
+from chat_core.llm.embeddings import OfflineEmbeddings
+from chat_core.llm.embeddings_http import OpenAICompatibleEmbeddings
 from chat_core.llm.offline import offline_vector
 from chat_core.settings import Settings
 
