@@ -23,11 +23,12 @@ export SAM_CLI_TELEMETRY := 0
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-$(VENV)/.stamp: requirements-dev.txt layers/chat_core/requirements.txt bench/requirements.txt constraints.txt pyproject.toml clients/python/pyproject.toml
+$(VENV)/.stamp: requirements-dev.txt requirements-reference.txt layers/chat_core/requirements.txt bench/requirements.txt constraints.txt pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON_SYS)" || { echo "no Python $(RUNTIME_VERSION) found"; exit 1; }
 	$(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(UV_PIP) --python $(PY) -c constraints.txt -r requirements-dev.txt -r bench/requirements.txt
+	$(UV_PIP) --python $(PY) --no-deps -r requirements-reference.txt
 	$(UV_PIP) --python $(PY) --no-deps --no-build-isolation -e . -e clients/python
 	touch $@
 

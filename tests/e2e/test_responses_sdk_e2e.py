@@ -33,7 +33,8 @@ def test_a_response_then_one_that_continues_it(
     client: openai.OpenAI, api: httpx.Client, model: OpenAIStandin
 ) -> None:
     """RSP-2: the Response parses, output_text is the model's answer, usage has its details; a second
-    response with previous_response_id sends the first turn to the model too, in one conversation."""
+    response with previous_response_id sends the first turn to the model too, in one conversation, and
+    not the first one's instructions (they were for that response only)."""
     first = client.responses.create(model="standin-model", input="My name is Ada.", instructions="Be terse.")
     assert first.object == "response"
     assert first.status == "completed"
@@ -47,9 +48,12 @@ def test_a_response_then_one_that_continues_it(
     second = client.responses.create(
         model="standin-model", input="What is my name?", previous_response_id=first.id
     )
+    assert model.requests[-2].json["messages"][0] == {"role": "system", "content": "Be terse."}
     sent = model.requests[-1].json["messages"]
-    assert sent[0] == {"role": "system", "content": "Be terse."}
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert [m["content"] for m in sent if m["role"] == "user"] == ["My name is Ada.", "What is my name?"]
+    assert second.instructions is None
+    assert client.responses.retrieve(first.id).instructions == "Be terse."
     assert second.previous_response_id == first.id
     assert second.conversation is not None
     assert second.conversation.id == conversation_id

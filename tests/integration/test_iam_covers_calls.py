@@ -132,6 +132,19 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
     assert api.tree(cid).status == 200
     assert api.append(cid, [{"role": "user", "content": "noted"}], idempotency_key="a1").status == 201
     assert api.delete_message(cid, messages[0]["message_id"]).status == 200
+    # RSP-9: a store: false response (with an Idempotency-Key, and its retry) is deleted for good.
+    for _ in range(2):
+        unstored = api.invoke(
+            "responses",
+            events.http_event(
+                "POST",
+                "/v1/responses",
+                route="/v1/responses",
+                headers={"Idempotency-Key": "u1"},
+                body={"model": "m", "input": "forget this", "store": False},
+            ),
+        )
+        assert unstored.status == 200, unstored.body
     api.delete(cid)
     # API-21: a conversation by key (create, read), deleted with its key.
     named = api.put_key("iam-key").body["conversation_id"]
@@ -152,6 +165,7 @@ def test_every_dynamodb_action_of_the_conversation_functions_is_granted(
         "get_tree",
         "append_messages",
         "delete_message",
+        "responses",
     }
     for function, actions in recorded.items():
         missing = actions - granted[function]
@@ -232,6 +246,17 @@ def test_every_s3_action_of_the_functions_is_granted(
         ),
     )
     assert answered.status == 200, answered.body
+    # RSP-9: a store: false response with an image: its content parts go with its conversation.
+    unstored = api.invoke(
+        "responses",
+        events.http_event(
+            "POST",
+            "/v1/responses",
+            route="/v1/responses",
+            body={"model": "m", "store": False, "input": [{"role": "user", "content": [image]}]},
+        ),
+    )
+    assert unstored.status == 200, unstored.body
     items = f"/v1/conversations/{cid}/items"
     where = {"conversation_id": cid}
     route = "/v1/conversations/{conversation_id}/items"

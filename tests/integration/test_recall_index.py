@@ -190,3 +190,40 @@ def test_recall_never_reaches_another_branch(chat_service: None) -> None:
     # Then the branch's own first message is recalled, the other branch's never
     assert any("Rex" in e["preview"] for e in recalled)
     assert not any("Mochi" in str(m["content"]) for m in answer.body["messages"])
+
+
+def test_a_deleted_conversation_is_not_indexed(chat_service: None) -> None:
+    # Given a turn whose conversation is deleted before the stream reaches it (as `store: false` does)
+    stream = TableStream(TABLE)
+    cid = post("a secret plan")
+    assert api.delete(cid).status in (200, 204)
+    # When the stream is processed
+    run_stream(stream)
+    # Then nothing of it is indexed
+    assert recall_index.read_tail("alice", cid).n_docs == 0
+
+
+def test_an_index_failure_raises_for_a_retry_that_indexes(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chat_core.chat import recall_upkeep
+    from chat_core.errors import StoreUnavailable, SummaryFailed
+
+    # Given a turn, and an index that cannot be written
+    stream = TableStream(TABLE)
+    cid = post("hello there")
+    batch = for_function(SUMMARIZER, stream.read())
+
+    def broken(owner: str, conversation_id: str) -> int:
+        raise StoreUnavailable("busy")
+
+    monkeypatch.setattr(recall_upkeep, "update_index", broken)
+    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+    # When the batch is processed, then it raises so Lambda retries it
+    with pytest.raises(SummaryFailed):
+        api.load("summarize_conversation").lambda_handler(event(batch), context)
+    # And the retry indexes the turn
+    monkeypatch.undo()
+    again = api.load("summarize_conversation").lambda_handler(event(batch), context)
+    assert again["recall"]["documents"] == 2
+    assert recall_index.read_tail("alice", cid).n_docs == 2

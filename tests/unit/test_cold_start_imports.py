@@ -2,7 +2,8 @@
 
 Each functions/<name>/app.py is imported in a fresh interpreter, as Lambda does at init (cwd = the
 function's folder, tracing on as `Tracing: Active` gives it). None may load the X-Ray SDK (the Tracer is
-built on the first invocation), tiktoken (encodings load on the first exact count, TOK-3), or httpx unless
+built on the first invocation), tiktoken or sentencepiece (encodings load on the first exact count, TOK-3,
+TOK-10), or httpx unless
 the function calls the model. `make bench` measures the time; these tests keep the structure from
 regressing.
 """
@@ -32,7 +33,7 @@ CALLS_THE_MODEL = frozenset(
         "responses",
     }
 )
-WATCHED = ("aws_xray_sdk", "httpx", "tiktoken")
+WATCHED = ("aws_xray_sdk", "httpx", "tiktoken", "sentencepiece")
 
 _IMPORT = f"""
 import json, sys

@@ -43,10 +43,12 @@ DOMAIN_MAY_NOT_IMPORT = {"store.items"}
 #: (`chat.recording` caps and records what the model answered, so it knows the model client's records.)
 MODEL_CALLERS = {"chat.post", "chat.answer", "chat.recording", "chat.summaries"}
 #: Imports deliberately left inside a function, each for a reason other than another module's weight:
-#: tiktoken loads with the encoding files on the first exact count (TOK-3); Powertools' SSM/Secrets
+#: tiktoken loads with the encoding files on the first exact count (TOK-3), sentencepiece on the first count
+#: of a Mistral SentencePiece tokenizer (TOK-10); Powertools' SSM/Secrets
 #: parameters are loaded only when an API key is read from a parameter, which most deployments skip.
 LAZY_ALLOWED = {
     ("tiktoken",),
+    ("sentencepiece",),
     ("aws_lambda_powertools.utilities.parameters",),
     ("botocore.config",),
     # Lambda's SnapStart hooks library: part of the managed runtime, importable nowhere else.

@@ -42,7 +42,7 @@ def _str(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip() or default
 
 
-#: The tokenizers the layer ships (chat_core/encodings/*.tiktoken; a test keeps this equal to
+#: The tokenizers the layer ships (chat_core/encodings/; a test keeps this equal to
 #: chat_core.tokens.SHIPPED_ENCODINGS). A setting naming another one is refused at start.
 SHIPPED_TOKENIZERS = (
     "cl100k_base",
@@ -52,6 +52,10 @@ SHIPPED_TOKENIZERS = (
     "qwen2",
     "deepseek_v3",
     "mistral_tekken",
+    "mistral_sp_v1",
+    "mistral_sp_v2",
+    "mistral_sp_v3",
+    "mistral_sp_v7",
 )
 
 

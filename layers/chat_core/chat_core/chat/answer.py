@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from chat_core.chat import attachments, deadlines
-from chat_core.chat.policy import count_message
+from chat_core.chat.policy import count_message, counted_with
 from chat_core.chat.rules import now_iso, required
 from chat_core.chat.turns import Turn, conversation_tokens
 from chat_core.engine import tokens
@@ -136,6 +136,7 @@ def reply_message(
         model=completion.model or model,
         tool_calls=calls,
         tokens=count_message(counted, model),
+        tokens_encoding=counted_with(model),
         usage=MessageUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
         usage_reported=completion.usage_reported,
         local_usage=MessageUsage(local_prompt, local_completion, local_prompt + local_completion),

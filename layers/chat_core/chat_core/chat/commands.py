@@ -32,6 +32,12 @@ class PostMessage:
     settings: dict[str, Any] = field(default_factory=dict)
     #: The request as it was sent, as JSON: what an Idempotency-Key's payload check compares.
     as_sent: Mapping[str, Any] = field(default_factory=dict)
+    #: RSP-2: a system message for this turn only (a Responses request's `instructions`), sent before
+    #: the conversation's own system prompt and never stored as it (chat.response_settings).
+    instructions: str | None = None
+    #: RSP-2: the Responses settings kept on the answer, or a reference to an answer keeping the same
+    #: (chat.response_settings); None: none.
+    answer_settings: Mapping[str, Any] | str | None = None
 
     @property
     def has_content(self) -> bool:

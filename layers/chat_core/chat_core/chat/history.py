@@ -18,7 +18,7 @@ from chat_core.chat.assembly import read_history
 from chat_core.chat.commands import AppendMessages
 from chat_core.chat.once import once
 from chat_core.chat.paths import find_target
-from chat_core.chat.policy import count_message
+from chat_core.chat.policy import count_message, counted_with
 from chat_core.chat.rules import (
     check_content,
     check_id,
@@ -118,6 +118,7 @@ def _build(
             status="ok",
             created_at=now_iso(),
             tokens=count_message(counted, model),
+            tokens_encoding=counted_with(model),
             tool_calls=message.get("tool_calls"),
             tool_call_id=message.get("tool_call_id"),
             name=name,

@@ -31,11 +31,11 @@ Replay = Callable[[Mapping[str, Any]], dict[str, Any]]
 ONCE: Final = "chat.once"
 
 
-def _wrapped(name: str) -> Callable[..., dict[str, Any]]:
+def _wrapped(name: str) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
     return current().resource((ONCE, name), lambda settings: _build(name, settings))
 
 
-def _build(name: str, settings: Settings) -> Callable[..., dict[str, Any]]:
+def _build(name: str, settings: Settings) -> tuple[IdempotencyConfig, Callable[..., dict[str, Any]]]:
     """`execute` wrapped in Powertools Idempotency on the service's table, under `name`."""
     config = IdempotencyConfig(
         event_key_jmespath="[owner, key]",
@@ -56,19 +56,29 @@ def _build(name: str, settings: Settings) -> Callable[..., dict[str, Any]]:
         config=config,
         key_prefix=name,
     )
-    return wrapped
+    return config, wrapped
 
 
 def once(
-    name: str, owner: str, key: str | None, body: Mapping[str, Any], run: Run, replay: Replay
+    name: str,
+    owner: str,
+    key: str | None,
+    body: Mapping[str, Any],
+    run: Run,
+    replay: Replay,
+    context: Any = None,
 ) -> dict[str, Any]:
-    """`run()` once per (owner, key): its answer, or on a retry `replay(record)`."""
+    """`run()` once per (owner, key): its answer, or on a retry `replay(record)`. With the Lambda
+    `context`, a run its invocation's timeout cut off stops holding the key when the invocation ends."""
     if key is None:
         return run()[0]
     sink: list[dict[str, Any]] = []
     payload = {"owner": owner, "key": key, "body": dict(body)}
+    config, wrapped = _wrapped(name)
+    if context is not None:
+        config.register_lambda_context(context)
     try:
-        record = _wrapped(name)(request=payload, run=run, sink=sink)
+        record = wrapped(request=payload, run=run, sink=sink)
     except IdempotencyValidationError as exc:
         raise IdempotencyKeyReused(
             "this Idempotency-Key was already used with a different request body; use a new key"

@@ -18,6 +18,12 @@ def count_message(message: Mapping[str, Any], model: str) -> int:
     return int(tokens.count_message_tokens(message, method="exact", model=model))
 
 
+def counted_with(model: str) -> str:
+    """TOK-5: the tokenizer count_message() counts `model`'s messages with, stored beside the count."""
+
+    return tokens.encoding_for_model(model)
+
+
 #: The keys of a stored policy that limit the window (`recall` alone keeps the WIN-2 default).
 LIMITS = ("max_messages", "max_chars", "max_tokens")
 

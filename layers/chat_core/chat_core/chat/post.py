@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from chat_core.chat import budgets, paths, prices, rate_limit, recording
+from chat_core.chat import budgets, paths, prices, rate_limit, recording, response_settings
 from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import RecallSource, assemble_window
 from chat_core.chat.commands import PostMessage
@@ -247,7 +247,7 @@ def _post(
         # A sink that names the answer before it is stored (the Responses events, RSP-5) learns its slot.
         started(conversation_id, turn.reply_seq)
     window = assemble_window(
-        turn.conversation,
+        response_settings.for_turn(turn.conversation, request.instructions, turn.model),
         turn.history,
         request.for_model(),
         turn.user,
@@ -271,7 +271,7 @@ def _post(
         settings,
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
-    assistant = recording.fit_item(assistant)
+    assistant = response_settings.attach(recording.fit_item(assistant), request.answer_settings)
     # COST-2: a reply the model gave is priced (from its usage, else from the local count); an error
     # reply cost nothing.
     charge = None

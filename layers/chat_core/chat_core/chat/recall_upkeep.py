@@ -4,9 +4,10 @@ For each conversation that ended a turn in a stream batch: GetItem the tail, one
 above its watermark, analyse the indexable ones, seal full runs of SEAL_DOCS into segments, merge while
 MERGE_FANOUT segments share a level, write the new segments, then the tail (conditional on its version:
 on conflict everything is re-read and redone), then delete the segments merged away. Redelivery is a
-no-op past the watermark. Deleted messages (and so turns stored with `store: false`, deleted at once),
-failed replies and system messages are never indexed; a message deleted after it was indexed is dropped
-when recall fetches it (deletion takes effect at once).
+no-op past the watermark. Deleted messages, failed replies and system messages are never indexed, nor
+anything of a deleted conversation (so neither are turns stored with `store: false`: their conversation
+is deleted as soon as it is answered); a message deleted after it was indexed is dropped when recall
+fetches it (deletion takes effect at once).
 """
 
 from __future__ import annotations
@@ -131,7 +132,9 @@ def update_index(owner: str, conversation_id: str) -> int:
     """Bring the conversation's index up to its newest message; the documents added (0: up to date)."""
     for _ in range(_ATTEMPTS):
         tail = store.read_tail(owner, conversation_id)
-        messages = _readable(tail.watermark, store.messages_above(owner, conversation_id, tail.watermark))
+        above, live = store.messages_above(owner, conversation_id, tail.watermark)
+        # A deleted conversation (`store: false` turns delete theirs at once) is never indexed further.
+        messages = _readable(tail.watermark, above) if live else []
         if not messages:
             return 0
         new_tail, sealed, merged_away = plan_update(owner, conversation_id, tail, messages)

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from chat_core.chat import assembly, delete, history, navigation, paths, reads
-from chat_core.chat.commands import AppendMessages, BuildWindow, ConversationSettings
+from chat_core.chat import assembly, delete, history, navigation, paths, reads, response_settings, retention
+from chat_core.chat.commands import AppendMessages, ConversationSettings
 from chat_core.chat.create import conversation_for_key, new_conversation, title_from
+from chat_core.chat.generation import turn_settings
 from chat_core.chat.policy import count_message
 from chat_core.chat.response_items import (
     InputMessages,
@@ -32,7 +33,7 @@ from chat_core.chat.response_items import (
     pick_item,
     response_id,
 )
-from chat_core.chat.rules import now_iso
+from chat_core.chat.rules import check_parts, conversation_of, now_iso
 from chat_core.chat.views import message_view
 from chat_core.engine.tokens.encodings import encoding_for_model
 from chat_core.errors import ConversationNotFound, InvalidInput, NotFound
@@ -104,6 +105,8 @@ class ResponsePlan:
     previous: MessageRecord | None = None
     system_prompt: str | None = None
     title: str | None = None
+    #: The request's `instructions`: this turn's only (chat.response_settings), never the system prompt.
+    instructions: str | None = None
 
 
 def _split(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
@@ -166,8 +169,10 @@ def plan_response(
             conversation, previous, after = resent
             messages = messages[after:]
     prefix, content, recorded = _split(messages)
-    system = "\n\n".join([*([instructions] if instructions else []), *given.system]) or None
+    # `system` / `developer` input items are items of the conversation: its system prompt, kept.
+    system = "\n\n".join(given.system) or None
     plan = ResponsePlan(content, recorded, prefix, conversation, previous, system_prompt=system)
+    plan.instructions = instructions
     for reference in given.references:
         parsed = parse_item_id(reference)
         found = None
@@ -254,6 +259,34 @@ def open_response(owner: str, plan: ResponsePlan, model: str, idempotency_key: s
     return conversation_id
 
 
+def _window(owner: str, conversation: ConversationRecord, plan: ResponsePlan, model: str) -> dict[str, Any]:
+    """The stats of the window a post of the plan would send (its system prompt and instructions, the
+    path it continues; the content or a probe when it has none). Nothing is written."""
+    text = plan.content if isinstance(plan.content, str) else None
+    parts = plan.content if isinstance(plan.content, list) else None
+    probe = text if text else ("" if parts else ".")
+    check_parts(probe, parts)
+    leaf = plan.previous.seq if plan.previous is not None else None
+    recent = assembly.read_history(owner, conversation.conversation_id, None, leaf=leaf)
+    read = conversation_of(recent.conversation, conversation.conversation_id)
+    if plan.system_prompt is not None and plan.system_prompt != read.system_prompt:
+        tokens = count_message({"role": "system", "content": plan.system_prompt}, model)
+        read = replace(read, system_prompt=plan.system_prompt, system_tokens=tokens)
+    window = assembly.assemble_window(
+        response_settings.for_turn(read, plan.instructions, model),
+        recent.messages,
+        parts or probe,
+        None,
+        model,
+        summary=recent.summary,
+        generation=turn_settings(read.defaults, {}, model),
+    )
+    stats: dict[str, Any] = window.result.stats.to_dict()
+    unsent = plan.content is None
+    stats["probe_tokens"] = count_message({"role": "user", "content": probe}, model) if unsent else 0
+    return stats
+
+
 def count_input(owner: str, plan: ResponsePlan, model: str) -> tuple[int, bool]:
     """POST /v1/responses/input_tokens: the tokens the request's input would be sent with, its
     context included (the conversation's window, as a post would build it), and whether the count is
@@ -261,28 +294,14 @@ def count_input(owner: str, plan: ResponsePlan, model: str) -> tuple[int, bool]:
     exact = encoding_for_model(model) != encoding_for_model(None) or model.startswith(("gpt-", "o"))
     added = sum(count_message(m, model) for m in [*plan.prefix, *plan.recorded])
     if plan.conversation is None:
-        system = (
-            count_message({"role": "system", "content": plan.system_prompt}, model)
-            if plan.system_prompt
-            else 0
-        )
+        prompt = "\n\n".join(p for p in (plan.instructions, plan.system_prompt) if p)
+        system = count_message({"role": "system", "content": prompt}, model) if prompt else 0
         content = (
             count_message({"role": "user", "content": plan.content}, model) if plan.content is not None else 0
         )
         return system + added + content, exact
-    text = plan.content if isinstance(plan.content, str) else None
-    parts = plan.content if isinstance(plan.content, list) else None
-    probe = text if text else ("" if parts else ".")
-    window = assembly.build_window(
-        owner, plan.conversation.conversation_id, BuildWindow(probe, parts, model, None, {})
-    )
-    tokens = int(window["stats"]["tokens_used"]) + added
-    if plan.content is None:
-        tokens -= count_message({"role": "user", "content": probe}, model)
-    if plan.system_prompt is not None and plan.system_prompt != plan.conversation.system_prompt:
-        tokens += count_message({"role": "system", "content": plan.system_prompt}, model)
-        tokens -= plan.conversation.system_tokens
-    return max(tokens, 0), exact
+    stats = _window(owner, plan.conversation, plan, model)
+    return max(int(stats["tokens_used"]) + added - stats["probe_tokens"], 0), exact
 
 
 class ContextTooLong(InvalidInput):
@@ -294,13 +313,7 @@ def check_fits(owner: str, plan: ResponsePlan, model: str) -> None:
     window as a post would build it; nothing is written)."""
     if plan.conversation is None:
         return
-    text = plan.content if isinstance(plan.content, str) else None
-    parts = plan.content if isinstance(plan.content, list) else None
-    probe = text if text else ("" if parts else ".")
-    window = assembly.build_window(
-        owner, plan.conversation.conversation_id, BuildWindow(probe, parts, model, None, {})
-    )
-    stats = window["stats"]
+    stats = _window(owner, plan.conversation, plan, model)
     if stats.get("dropped_count") or stats.get("over_budget"):
         raise ContextTooLong(
             f"the input does not fit the model's window ({stats.get('dropped_count', 0)} messages would be "
@@ -310,18 +323,26 @@ def check_fits(owner: str, plan: ResponsePlan, model: str) -> None:
 
 
 def forget(owner: str, conversation_id: str) -> None:
-    """`store: false`: the conversation the response was made in is deleted as soon as it is answered."""
+    """DELETE /v1/conversations/{id}: a soft delete, as DELETE /conversations/{id}."""
     delete.delete_conversation(owner, conversation_id)
+
+
+def discard(owner: str, conversation_id: str) -> None:
+    """`store: false`: the conversation a response was made in, deleted for good at once (its whole
+    partition; idempotent)."""
+    retention.purge_partition(owner, conversation_id)
 
 
 @dataclass(frozen=True)
 class StoredResponse:
-    """A response as stored: its conversation, its answer, the input of its turn and the answer before."""
+    """A response as stored: its conversation, its answer, the input of its turn, the answer before and
+    the settings its request set (chat.response_settings)."""
 
     conversation: ConversationRecord
     answer: dict[str, Any]
     inputs: list[dict[str, Any]]
     previous_id: str | None
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def turn_input(
@@ -345,6 +366,15 @@ def turn_input(
     return inputs[::-1], None
 
 
+def _settings(owner: str, answer: MessageRecord) -> dict[str, Any]:
+    """The settings an answer keeps, or those of the answer its reference names (one GetItem)."""
+    seq = response_settings.reference(answer.settings)
+    if seq is None:
+        return response_settings.decode(answer.settings)
+    holder = store.get_message(owner, answer.conversation_id, seq)
+    return response_settings.decode(holder.settings) if holder is not None else {}
+
+
 def get_response(owner: str, value: str) -> StoredResponse:
     conversation, answer = find_response(owner, value)
     inputs, previous = turn_input(owner, conversation, answer)
@@ -353,6 +383,7 @@ def get_response(owner: str, value: str) -> StoredResponse:
         message_view(answer),
         [message_view(m) for m in inputs],
         response_id(conversation.conversation_id, previous.seq) if previous is not None else None,
+        _settings(owner, answer),
     )
 
 

@@ -12,7 +12,7 @@ from chat_core.chat.commands import PostMessage
 from chat_core.chat.create import session_start, title_from
 from chat_core.chat.deadlines import wait_deadline
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
-from chat_core.chat.policy import count_message
+from chat_core.chat.policy import count_message, counted_with
 from chat_core.chat.rules import conversation_of, now_iso, pending_calls, required
 from chat_core.chat.views import PostOutcome
 from chat_core.engine import tool_pairing
@@ -141,6 +141,7 @@ def _user_message(
         status="ok",
         created_at=now_iso(),
         tokens=count_message({"role": "user", "content": parts or content}, model),
+        tokens_encoding=counted_with(model),
     )
 
 
@@ -170,6 +171,7 @@ def _recorded_messages(
                 status="ok",
                 created_at=now_iso(),
                 tokens=count_message(counted, model),
+                tokens_encoding=counted_with(model),
                 tool_calls=message.get("tool_calls"),
                 tool_call_id=message.get("tool_call_id"),
                 name=name,

@@ -44,14 +44,25 @@ DEFAULT_HISTORY_LIMIT: Final = 10
 MAX_HISTORY_LIMIT: Final = 100
 MAX_ENTRIES_PER_REQUEST: Final = 100
 
-_ENTRY_FIELDS: Final = frozenset(
-    {"participant_id", "role", "content", "game_tick", "name", "entry_id", "audience", "visibility", "kind"}
+#: An entry's fields, in the order the request model, the export lines and the queue messages give them.
+ENTRY_FIELDS: Final = (
+    "participant_id",
+    "role",
+    "content",
+    "game_tick",
+    "name",
+    "entry_id",
+    "audience",
+    "visibility",
+    "kind",
 )
+_ENTRY_FIELDS: Final = frozenset(ENTRY_FIELDS)
 #: What a join or leave entry says when the request gives no content or role.
 _EVENT_TEXT: Final = {"join": "{who} joined.", "leave": "{who} left."}
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT",
+    "ENTRY_FIELDS",
     "MAX_HISTORY_LIMIT",
     "MAX_PARTICIPANTS",
     "AddedEntry",

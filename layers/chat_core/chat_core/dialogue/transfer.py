@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from chat_core.dialogue.entries import parse_entry
+from chat_core.dialogue.entries import ENTRY_FIELDS, parse_entry
 from chat_core.dialogue.worlds import live
 from chat_core.errors import InvalidInput, WorldNotEmpty
 from chat_core.store import dialogues as store
@@ -28,17 +28,6 @@ from chat_core.store.dialogues import (
     validate_world_id,
 )
 
-_ENTRY_LINE_FIELDS: Final = (
-    "participant_id",
-    "role",
-    "content",
-    "game_tick",
-    "name",
-    "entry_id",
-    "audience",
-    "visibility",
-    "kind",
-)
 EXPORT_FORMAT: Final = "chat-history.dialogues"
 EXPORT_VERSION: Final = 1
 
@@ -229,9 +218,7 @@ def parse_entry_line(
     participants = dialogues[dialogue_id].participants
     # A join or leave was perceived by whoever was present: its stored audience is checked here, not
     # as a request's (where it may not be given).
-    fields = {
-        k: line[k] for k in _ENTRY_LINE_FIELDS if k in line and not (k == "audience" and "kind" in line)
-    }
+    fields = {k: line[k] for k in ENTRY_FIELDS if k in line and not (k == "audience" and "kind" in line)}
     try:
         entry = parse_entry(fields)
     except InvalidInput as exc:

@@ -71,6 +71,20 @@ class LogEvent:
     meta: dict[str, Any] = field(default_factory=dict)
     index: int = 0
 
+    @classmethod
+    def from_line(cls, line: Mapping[str, Any], index: int = 0) -> LogEvent:
+        """The event a seed-002 JSONL object holds, at `index` within its turn."""
+        return cls(
+            type=line["type"],
+            ts=line["ts"],
+            turn=line["turn"],
+            step=line["step"],
+            content=line["content"],
+            role=line["role"],
+            meta=dict(line["meta"] or {}),
+            index=index,
+        )
+
     def to_line(self, session_id: str) -> dict[str, Any]:
         """The seed-002 JSONL object, keys in FIELDS order."""
         return {

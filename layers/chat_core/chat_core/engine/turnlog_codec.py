@@ -267,16 +267,7 @@ def _entry(event: LogEvent, carrier: Carrier, before: Sequence[LogEvent]) -> dic
 def _decode_one(entry: Mapping[str, Any], carrier: Carrier, before: Sequence[LogEvent]) -> LogEvent:
     if "f" in entry:
         index, line = entry["f"]
-        return LogEvent(
-            type=line["type"],
-            ts=line["ts"],
-            turn=line["turn"],
-            step=line["step"],
-            content=line["content"],
-            role=line["role"],
-            meta=dict(line["meta"] or {}),
-            index=int(index),
-        )
+        return LogEvent.from_line(line, int(index))
     previous = before[-1] if before else None
     type_ = _NAMES.get(str(entry["t"]), str(entry["t"]))
     content, role, meta = _implied(type_, carrier, before)

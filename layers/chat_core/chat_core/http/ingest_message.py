@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat_core.dialogue.entries import MAX_ENTRIES_PER_REQUEST
+from chat_core.dialogue.entries import ENTRY_FIELDS, MAX_ENTRIES_PER_REQUEST
 from chat_core.store.dialogues import (
     MAX_ENTRY_ID_CHARS,
     MAX_NAME_CHARS,
@@ -36,18 +36,6 @@ _ENTRY_TEXT: dict[str, tuple[int, int | None]] = {
     "entry_id": (1, MAX_ENTRY_ID_CHARS),
 }
 _CHOICES = {"visibility": ("public", "private", "whisper"), "kind": ("line", "join", "leave")}
-#: The entry's fields in the model's order (the order `model_dump` gives them).
-_ENTRY_FIELDS = (
-    "participant_id",
-    "role",
-    "content",
-    "game_tick",
-    "name",
-    "entry_id",
-    "audience",
-    "visibility",
-    "kind",
-)
 _ENTRY_REQUIRED = ("participant_id", "game_tick")
 _MESSAGE_FIELDS = frozenset(
     {"owner", "world_id", "participants", "dialogue_id", "present", "entry", "entries"}
@@ -159,12 +147,12 @@ def _participant_list(data: dict[str, Any], name: str) -> list[str] | None:
 def _entry(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidIngestMessage(f"{where}: must be an object")
-    _no_extra(value, _ENTRY_FIELDS, f"{where}.")
+    _no_extra(value, ENTRY_FIELDS, f"{where}.")
     for name in _ENTRY_REQUIRED:
         if name not in value:
             raise InvalidIngestMessage(f"{where}.{name}: field required")
     out: dict[str, Any] = {}
-    for name in _ENTRY_FIELDS:
+    for name in ENTRY_FIELDS:
         item = value.get(name)
         if item is None:
             if name in _ENTRY_REQUIRED:

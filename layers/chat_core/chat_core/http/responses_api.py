@@ -3,8 +3,9 @@ Completions settings, and the Response object the `openai` SDK parses.
 
 A request field we do not serve is a 400 that names it, never dropped: the accepted fields are listed
 in `ResponseCreateIn`, any other is refused by `unsupported`. A response's settings (`tools`,
-`temperature`, ...) are echoed as the request gave them; a response read back later shows the defaults
-for them (the settings a turn ran with are not stored).
+`temperature`, `instructions`, ...) are echoed as the request gave them, OpenAI's defaults for the
+others; the ones it set are kept with its answer (`answered_settings`, chat.response_settings), so a
+response read back shows the same.
 """
 
 from __future__ import annotations
@@ -31,6 +32,27 @@ REFUSED: Final = (
     "prompt_cache_options",
     "top_logprobs",
     "conversation_id",
+)
+
+
+#: The request fields a Response object shows as its settings, kept with the answer when set.
+ANSWERED: Final = frozenset(
+    {
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "top_p",
+        "max_output_tokens",
+        "text",
+        "reasoning",
+        "truncation",
+        "metadata",
+        "user",
+        "safety_identifier",
+        "prompt_cache_key",
+    }
 )
 
 
@@ -175,9 +197,15 @@ def usage_object(answer: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def echo(request: ResponseCreateIn | None) -> dict[str, Any]:
-    """The settings a Response object shows: the request's, else OpenAI's defaults."""
-    given = request.model_dump(exclude_none=True) if request is not None else {}
+def answered_settings(request: ResponseCreateIn) -> dict[str, Any]:
+    """The settings the request set that its Response shows (kept with the answer, RSP-2)."""
+    return request.model_dump(mode="json", exclude_none=True, include=set(ANSWERED))
+
+
+def echo(given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings a Response object shows: those `given` (a request's, or those kept with its
+    answer), else OpenAI's defaults."""
+    given = given or {}
     text = given.get("text") or {}
     return {
         "instructions": given.get("instructions"),
@@ -223,10 +251,11 @@ def response_object(
     answer: Mapping[str, Any],
     output: list[dict[str, Any]],
     *,
-    request: ResponseCreateIn | None = None,
+    settings: Mapping[str, Any] | None = None,
     previous_id: str | None = None,
 ) -> dict[str, Any]:
-    """RSP-2: the Response object of a stored answer, as the `openai` SDK parses it."""
+    """RSP-2: the Response object of a stored answer, as the `openai` SDK parses it; `settings` those
+    its request set (see `echo`)."""
     status, error, incomplete = status_of(answer)
     body: dict[str, Any] = {
         "id": response_id(conversation_id, seq_in_message_id(str(answer["message_id"])) or 0),
@@ -241,7 +270,7 @@ def response_object(
         "conversation": {"id": conversation_id},
         "usage": usage_object(answer),
     }
-    body.update(echo(request))
+    body.update(echo(settings))
     return body
 
 
@@ -262,7 +291,7 @@ def in_progress_object(
         "conversation": None,
         "usage": None,
     }
-    body.update(echo(request))
+    body.update(echo(request.model_dump(mode="json", exclude_none=True)))
     return body
 
 

@@ -28,9 +28,9 @@ def retrieve_response(owner: str, response_id: str) -> dict[str, Any]:
     stored = responses.get_response(owner, response_id)
     conversation_id = stored.conversation.conversation_id
     output = response_items.message_items(stored.answer) if stored.answer.get("status") != "error" else []
-    body = response_object(conversation_id, stored.answer, output, previous_id=stored.previous_id)
-    body["instructions"] = stored.conversation.system_prompt
-    return body
+    return response_object(
+        conversation_id, stored.answer, output, settings=stored.settings, previous_id=stored.previous_id
+    )
 
 
 def delete_response(owner: str, response_id: str) -> dict[str, Any]:

@@ -16,20 +16,30 @@ reserved for it (`EventStream.turn_started`), so the first event already carries
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from chat_core.chat import post, rate_limit, response_items, responses
+from chat_core.chat import post, rate_limit, response_items, response_settings, responses
+from chat_core.chat.commands import PostMessage
+from chat_core.chat.once import once
 from chat_core.errors import InvalidInput, TurnEnded
+from chat_core.http import responses_unstored as unstored
 from chat_core.http.api import openai_error_body, openai_status
 from chat_core.http.request_commands import post_command
-from chat_core.http.responses_api import ResponseCreateIn, in_progress_object, post_settings, response_object
+from chat_core.http.responses_api import (
+    ResponseCreateIn,
+    answered_settings,
+    in_progress_object,
+    post_settings,
+    response_object,
+)
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.statuses import status_for
 from chat_core.settings import get_settings
+from chat_core.store.records import MessageRecord
 
 if TYPE_CHECKING:
     from chat_core.llm.completion import ChatProvider
@@ -39,6 +49,9 @@ Emit = Callable[[dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class ResponseAnswer:
+    """The answer of a POST /v1/responses: its status, body (the Response, also when `streamed`: its
+    events went out already) and headers."""
+
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
@@ -254,7 +267,8 @@ def create_response(
     provider: ChatProvider | None = None,
     emit: Emit | None = None,
 ) -> ResponseAnswer:
-    """RSP-2: one Responses request as one post (see the module); with `emit`, streamed (RSP-5)."""
+    """RSP-2: one Responses request as one post (see the module); with `emit`, streamed (RSP-5);
+    `store: false` as `http.responses_unstored` says."""
     request.unsupported()
     if request.stream and emit is None:
         raise InvalidInput(
@@ -262,6 +276,73 @@ def create_response(
             "whole responses",
             field="stream",
         )
+    if request.store is False:
+        return _unstored(owner, request, idempotency_key, context, provider, emit)
+    return _respond(owner, request, idempotency_key, context, provider, emit, None)
+
+
+def _unstored(
+    owner: str,
+    request: ResponseCreateIn,
+    idempotency_key: str | None,
+    context: Any,
+    provider: ChatProvider | None,
+    emit: Emit | None,
+) -> ResponseAnswer:
+    """`store: false` (http.responses_unstored): the answer recorded under the Idempotency-Key, then
+    the conversation it was made in deleted for good; a retry is answered (and streamed) from the record."""
+    made: list[str] = []
+
+    def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        try:
+            answer = _respond(owner, request, None, context, provider, emit, made)
+        except BaseException:
+            unstored.drop(owner, made)
+            raise
+        return {"answer": answer}, unstored.record(answer.status, answer.body, answer.headers)
+
+    def replay(kept: Mapping[str, Any]) -> dict[str, Any]:
+        status, body, headers = unstored.answer_of(kept)
+        if emit is None or status != 200:
+            return {"answer": ResponseAnswer(status, body, headers)}
+        events = EventStream(emit, request, str(body.get("model") or ""))
+        where = response_items.parse_response_id(str(body.get("id") or ""))
+        if where is not None:
+            events.turn_started(*where)
+        events.finish(body)
+        return {"answer": ResponseAnswer(200, body, headers, streamed=True)}
+
+    body = unstored.hashed_body(request)
+    answered = once(unstored.ONCE_NAME, owner, idempotency_key, body, run, replay, context)
+    unstored.drop(owner, made)  # after the answer is recorded (a replay made nothing)
+    result: ResponseAnswer = answered["answer"]
+    return result
+
+
+def _command(turn: PostMessageIn, request: ResponseCreateIn, previous: MessageRecord | None) -> PostMessage:
+    """The post of a Responses request: its instructions for this turn only, its settings kept with
+    the answer, or named on the answer it continues when they are the same (a request that keeps
+    nothing keeps no settings either)."""
+    command = post_command(turn)
+    as_sent = dict(command.as_sent)
+    if request.instructions is not None:
+        as_sent["instructions"] = request.instructions
+    kept = (
+        response_settings.shared(answered_settings(request), previous) if request.store is not False else None
+    )
+    return replace(command, instructions=request.instructions, answer_settings=kept or None, as_sent=as_sent)
+
+
+def _respond(
+    owner: str,
+    request: ResponseCreateIn,
+    idempotency_key: str | None,
+    context: Any,
+    provider: ChatProvider | None,
+    emit: Emit | None,
+    made: list[str] | None,
+) -> ResponseAnswer:
+    """The request as one post; the conversations it wrote in go to `made` (when given)."""
     if request.input is None:
         raise InvalidInput("input is required", field="input")
     model = request.model or get_settings().llm_model
@@ -295,7 +376,7 @@ def create_response(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
         raise InvalidInput(f"input: {where}: {first.get('msg', 'invalid')}", field="input") from exc
-    command = post_command(turn)
+    command = _command(turn, request, plan.previous)
     post.check_before_io(
         command, new=plan.conversation is None and not plan.prefix and plan.system_prompt is None
     )
@@ -306,8 +387,12 @@ def create_response(
     if admitted:
         rate_limit.check(owner)
     conversation_id = responses.open_response(owner, plan, model, idempotency_key)
+    if made is not None and conversation_id is not None:
+        made.append(conversation_id)
     if conversation_id is not None and turn.conversation_id is None:
-        command = post_command(turn.model_copy(update={"conversation_id": conversation_id}))
+        command = _command(
+            turn.model_copy(update={"conversation_id": conversation_id}), request, plan.previous
+        )
     events = EventStream(emit, request, model) if emit is not None else None
     outcome = post.post_message(
         owner,
@@ -319,6 +404,8 @@ def create_response(
         admitted=admitted,
     )
     conversation_id = str(outcome.body["conversation_id"])
+    if made is not None:
+        made.append(conversation_id)
     headers = {"X-Conversation-Id": conversation_id}
     answer = outcome.body.get("assistant_message")
     if answer is None:
@@ -330,13 +417,13 @@ def create_response(
     previous = plan.previous
     previous_id = response_items.response_id(conversation_id, previous.seq) if previous is not None else None
     output = response_items.message_items(answer) if answer.get("status") != "error" else []
-    response = response_object(conversation_id, answer, output, request=request, previous_id=previous_id)
+    shown = request.model_dump(mode="json", exclude_none=True)
+    response = response_object(conversation_id, answer, output, settings=shown, previous_id=previous_id)
     if request.store is False:
-        responses.forget(owner, conversation_id)
         response["conversation"] = None
     if not outcome.reply_stored:
         headers["X-Reply-Stored"] = "false"  # REL-4: the caller still gets the answer
     if events is not None:
         events.finish(response)
-        return ResponseAnswer(200, {}, headers, streamed=True)
+        return ResponseAnswer(200, response, headers, streamed=True)
     return ResponseAnswer(200, response, headers)

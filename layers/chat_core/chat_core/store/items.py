@@ -127,12 +127,13 @@ class Message(TableItem, discriminator="message"):
     seq = NumberAttribute()
     role = UnicodeAttribute()
     content = UnicodeAttribute(null=True)
-    #: API-15: a user message's content parts as sent (text, image_url, input_audio, file); `content`
-    #: holds their text.
+    #: API-15: a user message's content parts as sent (text, image_url, audio, file); `content`: their text.
     parts = JSONAttribute(null=True)
     status = UnicodeAttribute(default="ok")
     created_at = UnicodeAttribute()
     tokens = NumberAttribute(default=0)
+    #: The tokenizer `tokens` was counted with (engine.tokens encoding name); absent on older items.
+    tokens_encoding = UnicodeAttribute(null=True)
     model = UnicodeAttribute(null=True)
     usage = UsageMap(null=True)
     usage_reported = BooleanAttribute(null=True)
@@ -140,8 +141,7 @@ class Message(TableItem, discriminator="message"):
     error = JSONAttribute(null=True)
     latency_ms = NumberAttribute(null=True)
     finish_reason = UnicodeAttribute(null=True)
-    #: API-10: the model's refusal (content is then null), and what else it answered (annotations,
-    #: function_call, audio transcript, usage breakdowns); see llm.completion.Completion.
+    #: API-10: the model's refusal (content then null) and what else it answered (llm.completion.Completion).
     refusal = UnicodeAttribute(null=True)
     extras = JSONAttribute(null=True)
     #: OpenAI tool messages: an assistant message's calls, a tool result's call id and tool name.
@@ -167,6 +167,8 @@ class Message(TableItem, discriminator="message"):
     metadata = JSONAttribute(null=True)
     #: The turn-log events written with this message, compact JSON (engine.turnlog_codec, store.turn_log).
     log = UnicodeAttribute(null=True)
+    #: RSP-2: an answer's Responses settings as its create call answered them (chat.response_settings).
+    settings = UnicodeAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:

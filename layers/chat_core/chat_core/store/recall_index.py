@@ -29,8 +29,8 @@ from chat_core.runtime import for_settings
 from chat_core.settings import Settings
 from chat_core.store import base
 from chat_core.store.base import TableItem
-from chat_core.store.items import Message
-from chat_core.store.keys import conversation_pk, message_sk, new_id
+from chat_core.store.items import Conversation, Message
+from chat_core.store.keys import META_SK, conversation_pk, message_sk, new_id
 from chat_core.store.records import MessageRecord
 
 INDEX_SK_PREFIX: Final = "IDX#"
@@ -39,7 +39,6 @@ TAIL_SK: Final = "IDX#~"
 CACHE_BYTES: Final = 32 * 1024 * 1024
 #: BatchGetItem takes at most 100 keys.
 BATCH_KEYS: Final = 100
-_LAST_SEQ: Final = 10**10 - 1
 
 
 class RecallTail(TableItem, discriminator="recall_tail"):
@@ -207,20 +206,25 @@ def read_segments(wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Se
     return out
 
 
-def messages_above(owner: str, conversation_id: str, watermark: int) -> list[MessageRecord]:
-    """The messages after `watermark`, oldest first (a Query, paginated)."""
+def messages_above(owner: str, conversation_id: str, watermark: int) -> tuple[list[MessageRecord], bool]:
+    """The messages after `watermark`, oldest first, and whether the conversation is live: one Query
+    (paginated) from the first message above the watermark up to the conversation item (`~META` sorts
+    after every message)."""
     base.bind()
     pk = conversation_pk(owner, conversation_id)
     out: list[MessageRecord] = []
+    live = False
     try:
-        for item in Message.query(
-            pk, Message.sk.between(message_sk(watermark + 1), message_sk(_LAST_SEQ)), consistent_read=True
+        for item in TableItem.query(
+            pk, TableItem.sk.between(message_sk(watermark + 1), META_SK), consistent_read=True
         ):
             if isinstance(item, Message):
                 out.append(MessageRecord.of(item))
+            elif isinstance(item, Conversation):
+                live = not item.is_deleted
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise _fail(exc) from exc
-    return out
+    return out, live
 
 
 def get_messages(keys: Sequence[tuple[str, int]]) -> list[MessageRecord]:

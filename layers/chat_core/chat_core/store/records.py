@@ -144,6 +144,9 @@ class MessageRecord:
     deleted_at: str | None = None
     metadata: Any = None
     log: str | None = None
+    #: The tokenizer `tokens` was counted with (None on messages written before it was recorded).
+    tokens_encoding: str | None = None
+    settings: str | None = None
 
     @property
     def pk(self) -> str:
@@ -186,6 +189,8 @@ class MessageRecord:
             deleted_at=item.deleted_at,
             metadata=item.metadata,
             log=item.log,
+            tokens_encoding=item.tokens_encoding,
+            settings=item.settings,
         )
 
     def to_item(self) -> Message:

@@ -108,13 +108,4 @@ def from_item(item: EventItem) -> LogEvent:
     """A stored EventItem as the event it holds, its index taken from its sort key."""
     line = item.to_line()
     index = item.sk.rsplit("#", 1)[1]
-    return LogEvent(
-        type=line["type"],
-        ts=line["ts"],
-        turn=line["turn"],
-        step=line["step"],
-        content=line["content"],
-        role=line["role"],
-        meta=line["meta"],
-        index=int(index) if index.isdigit() else 0,
-    )
+    return LogEvent.from_line(line, int(index) if index.isdigit() else 0)

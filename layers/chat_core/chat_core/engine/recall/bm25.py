@@ -15,6 +15,8 @@ from chat_core.engine.recall.segments import Doc, Segment
 
 K1: Final = 1.2
 B: Final = 0.75
+#: Terms held by more than this share of the documents are skipped when the query has rarer ones.
+COMMON_SHARE: Final = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +46,13 @@ def score(
     if not query or n_docs <= 0:
         return []
     average = max(1.0, total_length / n_docs)
-    postings = {key: {term: seg.postings(term) for term in query} for key, seg in segments.items()}
-    df: dict[int, int] = {term: 0 for term in query}
-    for by_term in postings.values():
-        for term, found in by_term.items():
-            df[term] += len(found)
-    weights = {term: idf(max(n_docs, df[term]), df[term]) for term in query}
+    df = {term: sum(seg.df(term) for seg in segments.values()) for term in query}
+    # A term most documents hold ranks almost nothing but costs the most to decode: left out while
+    # a rarer term of the query is there to rank by.
+    rare = [term for term in query if 0 < df[term] <= COMMON_SHARE * n_docs]
+    used = rare or [term for term in query if df[term] > 0]
+    weights = {term: idf(max(n_docs, df[term]), df[term]) for term in used}
+    postings = {key: {term: seg.postings(term) for term in used} for key, seg in segments.items()}
     hits: list[Hit] = []
     for key, by_term in postings.items():
         totals: dict[int, float] = {}
@@ -70,7 +73,7 @@ def score(
 
 def term_weights(query: Sequence[int], segments: Mapping[str, Segment], n_docs: int) -> dict[int, float]:
     """The idf of each query term over `segments` (a term no document holds weighs as if one did)."""
-    df = {term: sum(len(seg.postings(term)) for seg in segments.values()) for term in query}
+    df = {term: sum(seg.df(term) for seg in segments.values()) for term in query}
     return {term: idf(max(n_docs, df[term], 1), max(1, df[term])) for term in query}
 
 

@@ -5,6 +5,7 @@ A segment is a run of documents (messages) with an inverted list per term:
     zlib( b"RS1" | varint docs | varint terms
           | docs: per doc varint seq delta, seq - parent_seq, flags, length, tokens
           | term hashes: `array("I")` little-endian, sorted | posting offsets: `array("I")`, terms + 1
+          | document frequencies: `array("I")`, one per term
           | postings: per term, per doc holding it, varint doc-index delta and tf )
 
 Decoding is lazy: the header and the term table are read at once, a term's postings only when a
@@ -124,8 +125,10 @@ def encode(docs: Sequence[DocTerms]) -> bytes:
             _put(blob, tf)
             last = index
     offsets.append(len(blob))
+    counts = array("I", (len(postings[term]) for term in hashes))
     out += _le(hashes)
     out += _le(offsets)
+    out += _le(counts)
     out += blob
     return zlib.compress(bytes(out), 6)
 
@@ -133,7 +136,17 @@ def encode(docs: Sequence[DocTerms]) -> bytes:
 class Segment:
     """A decoded segment: postings by term on demand."""
 
-    __slots__ = ("_body", "_docs", "_docs_at", "_hashes", "_offsets", "_postings_at", "count", "size")
+    __slots__ = (
+        "_body",
+        "_counts",
+        "_docs",
+        "_docs_at",
+        "_hashes",
+        "_offsets",
+        "_postings_at",
+        "count",
+        "size",
+    )
 
     def __init__(self, data: bytes) -> None:
         body = zlib.decompress(data)
@@ -151,10 +164,14 @@ class Segment:
         pos += 4 * terms
         self._offsets = array("I")
         self._offsets.frombytes(body[pos : pos + 4 * (terms + 1)])
+        pos += 4 * (terms + 1)
+        self._counts = array("I")
+        self._counts.frombytes(body[pos : pos + 4 * terms])
         if sys.byteorder != "little":
             self._hashes.byteswap()
             self._offsets.byteswap()
-        self._postings_at = pos + 4 * (terms + 1)
+            self._counts.byteswap()
+        self._postings_at = pos + 4 * terms
         self._docs: list[Doc] | None = None
 
     @property
@@ -173,6 +190,11 @@ class Segment:
                 docs.append(Doc(seq, seq - back, flags, length, tokens))
             self._docs = docs
         return self._docs
+
+    def df(self, term: int) -> int:
+        """How many documents hold `term` (no postings decoded)."""
+        at = bisect_left(self._hashes, term)
+        return self._counts[at] if at < len(self._hashes) and self._hashes[at] == term else 0
 
     def postings(self, term: int) -> list[tuple[int, int]]:
         """(doc index, tf) of the documents holding `term`."""

@@ -1,7 +1,8 @@
 """Token counting: the TOK-1 estimate, exact counts from shipped encodings, approximation, chat format.
 
 `encodings` loads the shipped tiktoken files (on the first exact count) and maps models to them
-(`families` adds the open model families' tokenizers, `chat_families` their chat templates);
+(`families` adds the open model families' tokenizers, `chat_families` their chat templates; `spm` and
+`chat_mistral` Mistral's SentencePiece tokenizers and chat formats);
 `approx` estimates without a tokenizer; `chat_format` counts messages and prompts; `tools` counts tool
 definitions (TOK-8).
 """

@@ -116,6 +116,10 @@ def _role(message: Mapping[str, Any]) -> str:
     return as_text(message.get("role") or "", "role")
 
 
+calls_of = _calls
+role_of = _role
+
+
 # ------------------------------------------------------------------------------------------ families
 
 

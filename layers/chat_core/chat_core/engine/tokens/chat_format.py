@@ -13,6 +13,7 @@ from chat_core.engine.tokens.chat_families import (
     TEXT_PART_TYPES,
     FamilyChatFormat,
 )
+from chat_core.engine.tokens.chat_mistral import MISTRAL_SP_FORMATS
 from chat_core.engine.tokens.encodings import (
     check_encoding_name,
     encoding_for_model,
@@ -22,6 +23,9 @@ from chat_core.engine.tokens.encodings import (
 from chat_core.errors import InvalidInput
 
 # ---------------------------------------------------------------------------------- TOK-4 chat format
+
+#: Every open family's chat format, by tokenizer name.
+FAMILY_FORMATS: Final[dict[str, FamilyChatFormat]] = {**CHAT_FORMATS, **MISTRAL_SP_FORMATS}
 
 Method = Literal["estimate", "approx", "exact"]
 _METHODS: Final[tuple[str, ...]] = get_args(Method)
@@ -65,7 +69,7 @@ def reply_priming_tokens(
 def _family_format(method: str, *, model: str | None, encoding: str | None) -> FamilyChatFormat | None:
     if method == "estimate":
         return None  # TOK-1 estimates keep the OpenAI framing: they never depend on the model
-    return CHAT_FORMATS.get(encoding if encoding is not None else encoding_for_model(model))
+    return FAMILY_FORMATS.get(encoding if encoding is not None else encoding_for_model(model))
 
 
 def count_message_tokens(

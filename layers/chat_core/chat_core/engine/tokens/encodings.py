@@ -14,19 +14,32 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from chat_core.engine.tokens.families import (
     FAMILY_SPECS,
+    SENTENCEPIECE_SPECS,
     configured_tokenizer,
     family_for_model,
     normalise_model,
 )
+from chat_core.engine.tokens.spm import SentencePieceEncoding
 from chat_core.errors import InvalidInput, TokenizerUnavailable
 from chat_core.settings import get_settings
 
 if TYPE_CHECKING:  # imported lazily at run time: a handler that never counts exactly never pays for it
     import tiktoken
+
+
+class TokenEncoding(Protocol):
+    """What callers use of an encoding: tiktoken's Encoding, or spm.SentencePieceEncoding."""
+
+    name: str
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+    def decode(self, tokens: list[int]) -> str: ...
+
 
 # ---------------------------------------------------------------------------------------------- TOK-1
 
@@ -53,8 +66,9 @@ class _EncodingSpec:
     special_tokens: Mapping[str, int]
     #: Unicode normalisation applied before splitting, as the family's own tokenizer does ("NFC").
     normalize: str | None = None
-    #: The file's format: "tiktoken" (`<name>.tiktoken`, base64 lines) or "ranks" (`<name>.ranks`, the
-    #: family files: a marshalled (first rank, [token bytes in rank order]), loaded about twice as fast).
+    #: The file's format: "tiktoken" (`<name>.tiktoken`, base64 lines), "ranks" (`<name>.ranks`, the
+    #: family files: a marshalled (first rank, [token bytes in rank order]), loaded about twice as fast)
+    #: or "model" (`<name>.model`, a SentencePiece model, counted by spm.py).
     packing: str = "tiktoken"
 
 
@@ -100,10 +114,13 @@ _SPECS.update(
         for name, spec in FAMILY_SPECS.items()
     }
 )
+_SPECS.update(
+    {name: _EncodingSpec(spec.sha256, "", {}, None, "model") for name, spec in SENTENCEPIECE_SPECS.items()}
+)
 
 SHIPPED_ENCODINGS: Final[tuple[str, ...]] = tuple(_SPECS)
 
-_loaded: dict[str, tiktoken.Encoding] = {}
+_loaded: dict[str, TokenEncoding] = {}
 # One lock per encoding: loading o200k (the slower one) never holds up a first cl100k count.
 _load_locks: Final[dict[str, threading.Lock]] = {name: threading.Lock() for name in _SPECS}
 
@@ -125,8 +142,8 @@ def check_encoding_name(name: str) -> _EncodingSpec:
     return spec
 
 
-def get_encoding(name: str) -> tiktoken.Encoding:
-    """TOK-3: the tiktoken Encoding `name`, built from the file shipped in the layer.
+def get_encoding(name: str) -> TokenEncoding:
+    """TOK-3: the Encoding `name` (tiktoken's, or spm.py's for SentencePiece), from the layer's file.
 
     Loaded on first use, once per process (thread-safe), SHA-256 checked against tiktoken's own
     expected hash. Never touches the network or tiktoken's download cache; needs no environment variable.
@@ -143,9 +160,7 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     return encoding
 
 
-def _load_encoding(name: str, spec: _EncodingSpec) -> tiktoken.Encoding:
-    import tiktoken
-
+def _load_encoding(name: str, spec: _EncodingSpec) -> TokenEncoding:
     path = ENCODINGS_DIR / f"{name}.{spec.packing}"
     try:
         data = path.read_bytes()
@@ -162,6 +177,10 @@ def _load_encoding(name: str, spec: _EncodingSpec) -> tiktoken.Encoding:
             f"regenerate it with scripts/{_BUILDER[spec.packing]}",
             encoding=name,
         )
+    if spec.packing == "model":
+        return SentencePieceEncoding(name, data)
+    import tiktoken
+
     # Same format as tiktoken.load.load_tiktoken_bpe ("<base64 token> <rank>" lines), without its download
     # cache; parsed in one pass of C-level maps with the collector paused: 100k-200k small objects
     # would otherwise trigger several full collections during a cold start.
@@ -180,7 +199,11 @@ def _load_encoding(name: str, spec: _EncodingSpec) -> tiktoken.Encoding:
             gc.enable()
 
 
-_BUILDER: Final = {"tiktoken": "build_encodings.py", "ranks": "build_tokenizers.py"}
+_BUILDER: Final = {
+    "tiktoken": "build_encodings.py",
+    "ranks": "build_tokenizers.py",
+    "model": "build_tokenizers.py",
+}
 
 
 def _tiktoken_ranks(data: bytes) -> dict[bytes, int]:
@@ -238,8 +261,8 @@ _MODEL_ENCODINGS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 def encoding_for_model(model: str | None) -> str:
     """TOK-2 model -> encoding: gpt-4o/4.1/4.5/5 and o1/o3/o4 -> o200k_base; gpt-4, gpt-4-turbo,
     gpt-3.5-turbo, text-embedding-3/ada-002 -> cl100k_base; the open families (Llama 3/4, Qwen,
-    DeepSeek V3/R1, Mistral on tekken) -> their own tokenizer (families.py, overridable by
-    settings.model_tokenizers); None, unknown, or a family whose tokenizer is not shipped ->
+    DeepSeek V3/R1, Mistral on tekken and on SentencePiece v1-v7) -> their own tokenizer (families.py,
+    overridable by settings.model_tokenizers); None, unknown, or a family whose tokenizer is not shipped ->
     settings.default_encoding (`tokenizer_for_model` says which of these a name is).
 
     Dated snapshots ("gpt-4o-2024-08-06"), fine-tunes ("ft:gpt-4o-mini:org::id") and provider

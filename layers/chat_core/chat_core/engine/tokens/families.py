@@ -14,6 +14,10 @@ scripts/build_tokenizers.py rebuilds them (as `<name>.ranks`: the same ranks, pa
   steps as one leftmost-first regex (the pieces it cuts are the ones the three steps cut).
 - mistral_tekken: Mistral's tekken (NeMo, Pixtral, Ministral, Small 3.x): the first 130,072 ranks,
   ids offset by the 1,000 special tokens (counts do not depend on the offset).
+
+Mistral's earlier models use SentencePiece, not byte-level BPE: `SENTENCEPIECE_SPECS` ships
+mistral-common's four SentencePiece files unchanged (`<name>.model`), counted by the `sentencepiece`
+library (spm.py), each with the chat format of its mistral-common version (chat_mistral.py).
 """
 
 from __future__ import annotations
@@ -116,9 +120,37 @@ FAMILY_SPECS: Final[dict[str, FamilySpec]] = {
     ),
 }
 
+
+class SentencePieceSpec(NamedTuple):
+    """One shipped SentencePiece tokenizer: its file's SHA-256 and the chat format version it goes with."""
+
+    sha256: str
+    #: mistral-common's instruct tokenizer version ("v1", "v2", "v3", "v7"): how a chat is rendered.
+    version: str
+    licence: str = "Apache-2.0 (mistral-common)"
+
+
+#: Mistral's SentencePiece tokenizers, the files mistral-common 1.13.1 ships (encodings/SOURCES.json).
+#: v2, v3 and v7 share v1's 32,000 text pieces behind 768 control tokens; v3 and v7 add a few
+#: user-defined pieces (such as "[REFERENCE_DOC_0]") that text can contain.
+SENTENCEPIECE_SPECS: Final[dict[str, SentencePieceSpec]] = {
+    "mistral_sp_v1": SentencePieceSpec(
+        "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055", "v1"
+    ),
+    "mistral_sp_v2": SentencePieceSpec(
+        "37f00374dea48658ee8f5d0f21895b9bc55cb0103939607c8185bfd1c6ca1f89", "v2"
+    ),
+    "mistral_sp_v3": SentencePieceSpec(
+        "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33", "v3"
+    ),
+    "mistral_sp_v7": SentencePieceSpec(
+        "1b968b8dc352f42192367337c78ccc61e1eaddc6d641a579372d4f20694beb7a", "v7"
+    ),
+}
+
 #: Tokenizers the families use that the layer does not ship: a model mapped to one gets the
 #: calibrated estimate, said so, never a count from another vocabulary.
-NOT_SHIPPED: Final = frozenset({"mistral_sentencepiece", "deepseek_v4", "claude", "gemini"})
+NOT_SHIPPED: Final = frozenset({"deepseek_v4", "claude", "gemini"})
 
 # ------------------------------------------------------------------------------- the dated model map
 
@@ -151,18 +183,50 @@ _FAMILY_RULES: Final[tuple[tuple[str, ModelFamily], ...]] = tuple(
         (r"qw(?:en|q)", ModelFamily("qwen2", "Qwen2, Qwen2.5, Qwen3, QwQ and the qwen-plus/max/turbo API")),
         (r"(?:meta-)?llama-?4(?![0-9])", ModelFamily("llama4", "Llama 4 (Scout, Maverick)")),
         (r"(?:meta-)?llama-?3(?![0-9])", ModelFamily("llama3", "Llama 3, 3.1, 3.2, 3.3")),
+        # Mistral on SentencePiece, by mistral-common's own model map (MODEL_NAME_TO_TOKENIZER_CLS) and
+        # the model cards; before the tekken rule, which would take "codestral-2405".
+        (r"mistral-large-2402", ModelFamily("mistral_sp_v2", "Mistral Large 24.02 (v2)")),
+        (r"mistral-large-(?:instruct-)?2407", ModelFamily("mistral_sp_v3", "Mistral Large 2, 24.07 (v3)")),
         (
-            r"(?:open-)?mistral-nemo|pixtral-12b|ministral-|mistral-small-(?:25|3)|mistral-medium-(?:25|3)"
-            r"|devstral|magistral|codestral-(?:25|2)",
+            r"(?:mistral|pixtral)-large",
             ModelFamily(
-                "mistral_tekken", "Mistral models on tekken (NeMo, Pixtral 12B, Ministral, Small 3+)"
+                "mistral_sp_v7",
+                "Mistral Large 24.11 and Pixtral Large (v7); mistral-large-latest meant mistral-large-2411",
             ),
         ),
         (
-            r"mistral-large|open-mistral-7b|open-mixtral|mixtral|mistral-7b|mistral-small-(?:2402|2409)",
+            r"mistral-small-(?:instruct-)?2409",
             ModelFamily(
-                "mistral_sentencepiece",
-                "Mistral SentencePiece v1-v7 (mistral-large-latest meant Mistral Large 24.11, v7)",
+                "mistral_sp_v3",
+                "Mistral Small 24.09 (v3: its model card gives a 32,768 vocabulary; mistral-common's "
+                "deprecated model map says tekken)",
+            ),
+        ),
+        (
+            r"mistral-(?:small|tiny)-2312|mistral-small-2402|open-mixtral-8x7b",
+            ModelFamily("mistral_sp_v2", "the API's Mistral 7B and Mixtral 8x7B of 23.12, Small 24.02 (v2)"),
+        ),
+        (r"mistral-medium-2312", ModelFamily("mistral_sp_v1", "Mistral Medium 23.12 (v1)")),
+        (
+            r"mistral-tiny|open-mistral-7b|mistral-7b-(?:instruct-)?v0\.3|open-mixtral-8x22b|mixtral-8x22b"
+            r"|codestral-(?:2405|22b|mamba)|mathstral",
+            ModelFamily(
+                "mistral_sp_v3",
+                "Mistral 7B v0.3 (open-mistral-7b, mistral-tiny-2407), Mixtral 8x22B, Codestral 24.05, "
+                "Codestral Mamba, Mathstral (v3)",
+            ),
+        ),
+        (
+            r"mistral-7b|mixtral-8x7b",
+            ModelFamily("mistral_sp_v1", "Mistral 7B v0.1 / v0.2 and Mixtral 8x7B open weights (v1)"),
+        ),
+        (
+            r"(?:open-)?mistral-nemo|pixtral-12b|ministral-|mistral-small-(?:25|3)|mistral-medium-(?:25|3)"
+            r"|mistral-(?:small|medium)-latest|devstral|magistral|codestral-(?:25|2)",
+            ModelFamily(
+                "mistral_tekken",
+                "Mistral models on tekken (NeMo, Pixtral 12B, Ministral, Small 3+, Medium 3+); "
+                "mistral-small-latest meant mistral-small-2506, mistral-medium-latest mistral-medium-2508",
             ),
         ),
         (

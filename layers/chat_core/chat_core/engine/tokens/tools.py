@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from chat_core.engine.tokens.chat_families import CHAT_FORMATS
+from chat_core.engine.tokens.chat_format import FAMILY_FORMATS
 from chat_core.engine.tokens.encodings import count_tokens, encoding_for_model
 
 
@@ -55,7 +55,7 @@ def count_tool_tokens(tools: Sequence[Mapping[str, Any]] | None, model: str | No
     def text(value: str) -> int:
         return int(count_tokens(value, encoding=encoding))
 
-    family = CHAT_FORMATS.get(encoding)
+    family = FAMILY_FORMATS.get(encoding)
     if family is not None:
         return family.tools(tools, text)  # an open family: its template's rendering of the definitions
     framing = framing_for(encoding)
