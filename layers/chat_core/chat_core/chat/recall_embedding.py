@@ -2,7 +2,8 @@
 
 On the table's stream, beside the recall index (`chat.recall_upkeep`), only when RECALL_EMBEDDINGS_MODEL
 is set: for each conversation that ended a turn in the batch, GetItem the mark, one Query of the
-messages above its watermark (up to the first gap, as the index takes them; at most MAX_PER_PASS), one
+messages above its watermark up to the conversation item (nothing is embedded in a deleted one; up to
+the first gap in the seqs, as the index takes them; at most MAX_PER_PASS messages a pass), one
 embeddings call for the indexable ones (batched by the provider module), their vectors with
 BatchWriteItem, then the mark and the call's charge to the owner's usage in one TransactWrite.
 
@@ -60,7 +61,10 @@ def embed_conversation(owner: str, conversation_id: str, settings: Settings | No
         return 0
     for _ in range(_ATTEMPTS):
         mark = store.read_mark(owner, conversation_id)
-        above = recall_index.messages_above(owner, conversation_id, mark.watermark)
+        above, live = recall_index.messages_above(owner, conversation_id, mark.watermark)
+        if not live:
+            # Deleted (a `store: false` turn's conversation is, once answered): the purge takes it all.
+            return 0
         taken = _readable(mark.watermark, above)[:MAX_PER_PASS]
         if not taken:
             return 0
@@ -69,9 +73,6 @@ def embed_conversation(owner: str, conversation_id: str, settings: Settings | No
         written: dict[int, bytes] = {}
         charge = None
         if chosen:
-            if not store.conversation_live(owner, conversation_id):
-                # Deleted (a `store: false` turn's conversation is, once answered): the purge takes it.
-                return 0
             if over_budget(owner, settings):
                 metrics.add_metric(name="EmbeddingsSkippedOverBudget", unit=MetricUnit.Count, value=1)
                 logger.info(
