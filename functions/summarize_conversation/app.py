@@ -4,14 +4,15 @@ index (MEM-5).
 The event source mapping sends only INSERTs of assistant messages (one record per turn). Their prices are
 first added to their owners' day items (each exactly once: `chat.usage_stream`), then each long
 conversation's running summary is brought up to date, then each conversation's recall index takes the
-messages stored since its watermark (MEM-5), then (when FACTS_EXTRACTION is on) each conversation's
-long-term facts are extracted (MEM-31). Every step runs even when an earlier one failed; a batch in which
-any of them failed raises (the first failure), so Lambda retries it (bisecting, bounded retries, then the
-on-failure queue); usage already added is not added again, the stored summary stays as it was meanwhile,
-an index or a fact mark already up to date is a no-op, and the posts never wait for any of this. The
-mapping's tumbling window is there for the `shardId` Lambda then puts in each event (the usage's
-watermarks are per shard); every answer carries the `state` such a mapping requires. Invoked directly
-with `{"owner": "...", "conversation_id": "..."}` it brings that one conversation's summary up to date.
+messages stored since its watermark (MEM-5) and, when configured, their embeddings (MEM-49), then (when
+FACTS_EXTRACTION is on) each conversation's long-term facts are extracted (MEM-31). Every step runs even
+when an earlier one failed; a batch in which any of them failed raises (the first failure), so Lambda
+retries it (bisecting, bounded retries, then the on-failure queue); usage already added is not added
+again, the stored summary stays as it was meanwhile, an index, a vector mark or a fact mark already up to
+date is a no-op, and the posts never wait for any of this. The mapping's tumbling window is there for the
+`shardId` Lambda then puts in each event (the usage's watermarks are per shard); every answer carries the
+`state` such a mapping requires. Invoked directly with `{"owner": "...", "conversation_id": "..."}` it
+brings that one conversation's summary up to date.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import facts, recall_upkeep, summaries, usage_stream
+from chat_core.chat import facts, recall_embedding, recall_upkeep, summaries, usage_stream
 from chat_core.errors import ChatError, SummaryFailed
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry
@@ -37,11 +38,15 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         except ChatError as exc:
             failure, answer = exc, {}
         # The index is kept even when a summary failed (the retry then finds it up to date).
-        index = recall_upkeep.process_stream(summaries.conversations_in(records))
-        if index["failures"]:
+        targets = summaries.conversations_in(records)
+        index = recall_upkeep.process_stream(targets)
+        # MEM-49: semantic recall's vectors (nothing at all unless RECALL_EMBEDDINGS_MODEL is set).
+        embedded = recall_embedding.process_stream(targets)
+        unindexed = [*index["failures"], *embedded["failures"]]
+        if unindexed:
             failure = failure or SummaryFailed(
-                f"{len(index['failures'])} conversation(s) not indexed for recall; the stream retries",
-                failures=index["failures"],
+                f"{len(unindexed)} conversation(s) not indexed for recall; the stream retries",
+                failures=unindexed,
             )
         try:
             extracted = facts.process_stream(records, context=context)
@@ -50,6 +55,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         if failure is not None:
             raise failure
         answer["recall"] = {k: v for k, v in index.items() if k != "failures"}
+        if embedded["conversations"]:
+            answer["recall"]["vectors"] = embedded["vectors"]
         if extracted is not None:
             answer["facts"] = extracted
         return {**answer, "state": {}}

@@ -53,7 +53,12 @@ LAZY_ALLOWED = {
     ("botocore.config",),
     # Lambda's SnapStart hooks library: part of the managed runtime, importable nowhere else.
     ("snapshot_restore_py",),
+    # MEM-48: the embeddings provider's HTTP client, loaded only where semantic recall is on with a
+    # provider (the window routes import `llm.embeddings`, and most deployments never turn it on).
+    ("chat_core.llm.embeddings_http",),
 }
+#: MEM-48..51: semantic recall embeds messages on the stream and the current message on the window path.
+MODEL_CALLERS |= {"chat.recall_embedding", "chat.recall_hybrid"}
 MAX_LINES = 500
 #: Modules that are longer and read better whole, each with the reason. This list only shrinks: an entry
 #: may go down or away, never up, and none is added (`test_the_allowances_only_shrink`).

@@ -144,6 +144,11 @@ class Settings:
     facts_model: str | None = None
     facts_input_max_tokens: int = 4000
     facts_max_current: int = 100
+    #: MEM-48: semantic recall's embeddings model (RECALL_EMBEDDINGS_MODEL; none: off), the vector size
+    #: asked of it (RECALL_EMBEDDINGS_DIMENSIONS; 0: the model's own) and the inputs of one request
+    recall_embeddings_model: str | None = None
+    recall_embeddings_dimensions: int = 0
+    recall_embeddings_batch: int = 64
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
     # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
@@ -231,6 +236,9 @@ def read_settings() -> Settings:
         facts_model=_str("FACTS_MODEL") or None,
         facts_input_max_tokens=max(500, _int("FACTS_INPUT_MAX_TOKENS", 4000)),
         facts_max_current=max(1, _int("FACTS_MAX_CURRENT", 100)),
+        recall_embeddings_model=_str("RECALL_EMBEDDINGS_MODEL") or None,
+        recall_embeddings_dimensions=max(0, _int("RECALL_EMBEDDINGS_DIMENSIONS", 0)),
+        recall_embeddings_batch=min(2048, max(1, _int("RECALL_EMBEDDINGS_BATCH", 64))),
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),
         prices=_str("PRICES"),
         prices_parameter=_str("PRICES_PARAMETER") or None,

@@ -237,7 +237,14 @@ def assemble_window(
             sent_seqs.add(user.seq)
         query = message_text(current)
         recalled = recall_messages(
-            recall_from.owner, conversation, history, recall_from.read, query, sent_seqs, share
+            recall_from.owner,
+            conversation,
+            history,
+            recall_from.read,
+            query,
+            sent_seqs,
+            share,
+            semantic=option.semantic,
         )
         if recalled:
             policy, usable, pinned = _with_recalled(policy, recalled, usable, pinned)

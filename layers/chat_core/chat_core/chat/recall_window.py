@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from chat_core.chat import recall_hybrid
 from chat_core.engine import recall
 from chat_core.engine.recall import Doc, Segment
 from chat_core.engine.recall.segments import ROLE_MASK, ROLE_TOOL, TOOL_CALL
@@ -46,6 +47,8 @@ class RecallOption:
 
     max_tokens: int | None = None
     scope: Scope = "conversation"
+    #: MEM-51: BM25's candidates re-ranked with their embeddings (when RECALL_EMBEDDINGS_MODEL is set).
+    semantic: bool = False
 
     def budget(self, token_budget: int | None) -> int:
         if self.max_tokens is not None:
@@ -63,7 +66,7 @@ def recall_option(stored: Mapping[str, Any] | None) -> RecallOption | None:
     if isinstance(value, Mapping):
         scope: Scope = "all" if value.get("scope") == "all" else "conversation"
         tokens = value.get("max_tokens")
-        return RecallOption(int(tokens) if tokens is not None else None, scope)
+        return RecallOption(int(tokens) if tokens is not None else None, scope, value.get("semantic") is True)
     return None
 
 
@@ -184,9 +187,12 @@ def recall_messages(
     query: str,
     sent: set[int],
     budget: int,
+    *,
+    semantic: bool = False,
 ) -> list[Recalled]:
-    """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (oldest
-    first in the answer)."""
+    """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (with
+    `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall_hybrid`), oldest first in the
+    answer."""
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
         return []
@@ -211,6 +217,19 @@ def recall_messages(
         texts = recall.score_texts(weights, analysed, n_docs=tail.n_docs, total_length=tail.total_length)
         scores.update(texts)
         tokens.update({m.seq: m.tokens for m in fresh})
+    ahead: dict[int, MessageRecord] | None = None
+    if semantic:
+
+        def expand(seq: int) -> list[int] | None:
+            return _unit(seq, index, allowed) if seq not in at_hand or seq <= tail.watermark else [seq]
+
+        left = [m.seq for m in history if m.seq not in sent and m.status == "ok" and m.role != "system"]
+        found = recall_hybrid.hybrid_scores(
+            owner, conversation.conversation_id, query, scores, at_hand, left, expand
+        )
+        if found is not None:
+            scores, ahead = found.scores, found.messages
+            tokens.update(found.tokens)
     units: list[Unit] = []
     taken: set[int] = set()
     planned = 0
@@ -230,7 +249,10 @@ def recall_messages(
             break
     wanted = [seq for u in units for seq in u.seqs if seq not in at_hand]
     pk = conversation_pk(owner, conversation.conversation_id)
-    fetched = {m.seq: m for m in store.get_messages([(pk, seq) for seq in wanted[:MAX_FETCH]])}
+    if ahead is not None:  # the hybrid pass fetched every candidate's message already
+        fetched = ahead
+    else:
+        fetched = {m.seq: m for m in store.get_messages([(pk, seq) for seq in wanted[:MAX_FETCH]])}
     chosen: list[Recalled] = []
     room = budget
     for unit in units:

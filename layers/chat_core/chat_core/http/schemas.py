@@ -45,6 +45,8 @@ class RecallIn(_Strict):
 
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_POLICY_TOKENS)
     scope: Literal["conversation", "all"] = "conversation"
+    #: MEM-51: re-rank recall's candidates with embeddings (when the deployment configures a model).
+    semantic: bool | None = None
 
 
 class WindowPolicyIn(_Strict):

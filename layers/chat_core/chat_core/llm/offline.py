@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
@@ -159,3 +162,28 @@ def _local_text_tokens(text: str, model: str) -> int:
         except (ChatError, LookupError, ValueError, OSError):
             pass
     return tokens.estimate_message_tokens(text)
+
+
+# -- the offline embeddings ---------------------------------------------------------------------------
+
+OFFLINE_EMBEDDINGS_MODEL: Final = "offline-embeddings"
+#: The offline vectors' size (RECALL_EMBEDDINGS_DIMENSIONS changes it).
+OFFLINE_DIMENSIONS: Final = 256
+_WORDS: Final = re.compile(r"[^\W_]+")
+
+
+def offline_vector(text: str, dims: int = OFFLINE_DIMENSIONS) -> list[float]:
+    """A deterministic stand-in embedding: each word and each character trigram of it (with its edges,
+    "#lisbon#" gives "#li", "lis", ...) hashed into `dims` signed buckets, then normalised. Texts that
+    share words or word stems ("photographs", "photography") come out close; unrelated ones near 0."""
+    vector = [0.0] * dims
+    for word in _WORDS.findall(unicodedata.normalize("NFKC", text).casefold()):
+        features = [(f"w:{word}", 1.0)]
+        padded = f"#{word}#"
+        features += [(f"g:{padded[i : i + 3]}", 0.5) for i in range(max(1, len(padded) - 2))]
+        for feature, weight in features:
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % dims
+            vector[bucket] += weight if digest[4] & 1 else -weight
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector

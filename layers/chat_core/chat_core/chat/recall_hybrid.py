@@ -1,0 +1,152 @@
+"""Hybrid recall at window time (MEM-51): BM25's candidates re-ranked with their vectors.
+
+With the window policy's `"recall": {"semantic": true}` and RECALL_EMBEDDINGS_MODEL set, recall's
+candidates are:
+- the best BM25 hits of the conversation's index, each with its tool group (as recall takes it), and
+- the messages the post's Query read that the recency window left out, even with no word in common
+  with the current message (they cost no read: they are at hand),
+within one BatchGetItem's 100 keys (a vector for each, a message for those not at hand: 50 candidates
+at least). That BatchGetItem replaces the one plain recall makes for its messages, so recall stays
+within 3 DynamoDB reads; the current message is embedded with one provider call, charged to the
+owner's usage with one UpdateItem. Their scores are the reciprocal rank fusion of the BM25 and the
+cosine rankings (`engine.recall.vectors`).
+
+What this finds that BM25 alone does not: among the candidates, a paraphrase BM25 ranks low (few shared
+words, or only common ones) rises when its meaning is close. What it cannot find: an older message that
+shares no indexed term with the current message and is not among the messages the post read; that
+would take a read of every vector of the conversation (see docs/semantic-recall.md).
+
+Any failure of the embeddings call (or a candidate set with no vector yet) falls back to BM25 alone:
+semantic recall never fails a post.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from chat_core.chat import prices
+from chat_core.engine.recall import vectors
+from chat_core.errors import ProviderFailed, StoreUnavailable
+from chat_core.llm import embeddings
+from chat_core.observability import MetricUnit, logger, metrics
+from chat_core.settings import Settings, get_settings
+from chat_core.store import recall_vectors as store
+from chat_core.store.keys import conversation_pk
+from chat_core.store.records import MessageRecord
+
+#: Keys one BatchGetItem takes: a vector for every candidate, a message for those not at hand.
+MAX_KEYS: Final = store.BATCH_KEYS
+#: Candidates from the messages at hand that BM25 did not score (the rest of the keys go to BM25's).
+MAX_AT_HAND: Final = 20
+#: A candidate BM25 did not score joins only this close to the current message (a cosine at or below 0
+#: never counts): a rank fusion would otherwise give an unrelated message a share.
+MIN_COSINE: Final = 0.1
+#: Seconds the current message's embedding may take on the post path, retries included (then BM25 alone).
+QUERY_TIME_BUDGET_S: Final = 5.0
+#: Characters of the current message embedded.
+MAX_QUERY_CHARS: Final = 8000
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    """The fused score of each candidate, the messages fetched (not at hand) and the stored token counts
+    of the candidates; `embedded` counts the candidates that had a vector."""
+
+    scores: dict[int, float]
+    messages: dict[int, MessageRecord]
+    tokens: dict[int, int]
+    embedded: int
+
+
+def plan_candidates(
+    lexical: Mapping[int, float],
+    at_hand: Mapping[int, MessageRecord],
+    extra: Sequence[int],
+    expand: Callable[[int], list[int] | None],
+) -> list[int]:
+    """The candidate seqs, best BM25 first (each with its group), then `extra`, within MAX_KEYS keys."""
+    chosen: list[int] = []
+    keys = 0
+    seen: set[int] = set()
+
+    def take(members: Sequence[int]) -> bool:
+        nonlocal keys
+        fresh = [m for m in members if m not in seen]
+        cost = sum(1 if m in at_hand else 2 for m in fresh)
+        if keys + cost > MAX_KEYS:
+            return False
+        keys += cost
+        seen.update(fresh)
+        chosen.extend(fresh)
+        return True
+
+    for seq in sorted(lexical, key=lambda s: (-lexical[s], -s)):
+        if seq in seen:
+            continue
+        members = expand(seq)
+        if members is not None and not take(members):
+            break
+    spare = sorted((s for s in extra if s not in seen and s not in lexical), reverse=True)
+    for seq in spare[:MAX_AT_HAND]:
+        take([seq])
+    return chosen
+
+
+def hybrid_scores(
+    owner: str,
+    conversation_id: str,
+    query: str,
+    lexical: Mapping[int, float],
+    at_hand: Mapping[int, MessageRecord],
+    extra: Sequence[int],
+    expand: Callable[[int], list[int] | None],
+    settings: Settings | None = None,
+) -> Hybrid | None:
+    """The candidates fused, or None (BM25 alone) when semantic recall is off or its call failed."""
+    settings = settings or get_settings()
+    model = settings.recall_embeddings_model
+    if not model or not query.strip():
+        return None
+    seqs = plan_candidates(lexical, at_hand, extra, expand)
+    if not seqs:
+        return None
+    try:
+        answer = embeddings.get_embedder(settings).embed(
+            [query[:MAX_QUERY_CHARS]], model=model, time_budget_s=QUERY_TIME_BUDGET_S
+        )
+    except ProviderFailed as exc:
+        metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
+        logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
+        return None
+    _charge(owner, answer.model, answer.prompt_tokens, answer.usage_reported, settings)
+    pk = conversation_pk(owner, conversation_id)
+    messages, stored = store.candidates_for(pk, seqs, have=set(at_hand))
+    wanted = vectors.normalise(answer.vectors[0])
+    semantic: dict[int, float] = {}
+    for seq in seqs:
+        found_vector = stored.get(seq)
+        if found_vector is None or found_vector[0] not in (None, answer.model):
+            continue  # none yet, or made by another model (RECALL_EMBEDDINGS_MODEL changed): BM25's rank only
+        data = found_vector[1]
+        try:
+            close = vectors.cosine(wanted, vectors.dequantise(data))
+        except ValueError:
+            continue
+        if close > (0.0 if seq in lexical else MIN_COSINE):
+            semantic[seq] = close
+    found = {s: lexical[s] for s in seqs if s in lexical}
+    fused = vectors.fuse(found, semantic)
+    counts = {s: m.tokens for s, m in messages.items()} | {s: at_hand[s].tokens for s in seqs if s in at_hand}
+    return Hybrid({s: fused[s] for s in seqs if s in fused}, messages, counts, len(semantic))
+
+
+def _charge(owner: str, model: str, used: int, reported: bool, settings: Settings) -> None:
+    """The query embedding's charge to the owner's usage; a store failure is logged (the post goes on)."""
+    charge = prices.charge(model, used, 0, estimated=not reported, settings=settings)
+    try:
+        store.charge_query(owner, (datetime.now(UTC).strftime("%Y-%m-%d"), charge))
+    except StoreUnavailable as exc:
+        logger.warning("a query embedding's charge was not recorded", error=exc.message)

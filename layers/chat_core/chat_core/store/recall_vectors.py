@@ -1,0 +1,174 @@
+"""Semantic recall's items (MEM-49): the only module that reads or writes them.
+
+In the conversation's partition, below every message and beside the recall index ("EMB#" < "IDX#" <
+"LINK#" < "MSG#": the post's descending Query, `sk >= "MSG#"`, never meets them; a purge deletes them
+with the partition):
+
+- `EMB#<seq, 10 digits>` one message's vector, int8-quantised (`engine.recall.vectors`), with the model
+  that made it: about 260 bytes at 256 dimensions, 1.5 KB at 1,536. Never text.
+- `EMB#~` the mark: the highest seq embedded (the watermark) and a version every write checks.
+
+Vectors are written with BatchWriteItem (25 a call), then the mark with the embedding call's charge to
+the owner's usage in one TransactWrite, so a call is charged once. A vector's message is read with it
+in one BatchGetItem (`candidates`), so a deleted message drops out there, at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+from typing import Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pynamodb.attributes import BinaryAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import PynamoDBException
+
+from chat_core.engine.costs import Charge
+from chat_core.store import base, ledger
+from chat_core.store.base import TableItem
+from chat_core.store.conversations import _Cancelled, _transact, request_token
+from chat_core.store.items import Message
+from chat_core.store.keys import META_SK, conversation_pk, message_sk
+from chat_core.store.records import MessageRecord
+
+VECTOR_SK_PREFIX: Final = "EMB#"
+MARK_SK: Final = "EMB#~"
+#: BatchGetItem takes at most 100 keys: 50 candidates with their vectors and messages, more at hand.
+BATCH_KEYS: Final = 100
+
+
+class RecallVector(TableItem, discriminator="recall_vector"):
+    """`EMB#<seq>`: see the module docstring."""
+
+    model = UnicodeAttribute(null=True)
+    data = BinaryAttribute(legacy_encoding=False)
+
+
+class RecallVectorMark(TableItem, discriminator="recall_vector_mark"):
+    """`EMB#~`: see the module docstring."""
+
+    version = NumberAttribute(default=0)
+    watermark = NumberAttribute(default=0)
+    model = UnicodeAttribute(null=True)
+
+
+def vector_sk(seq: int) -> str:
+    return VECTOR_SK_PREFIX + message_sk(seq)[len("MSG#") :]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A conversation's embedding state (absent: nothing embedded, version 0)."""
+
+    version: int = 0
+    watermark: int = 0
+
+
+class MarkConflict(Exception):
+    """Another writer moved the mark first: re-read and redo."""
+
+
+def read_mark(owner: str, conversation_id: str) -> Mark:
+    """One GetItem (strongly consistent)."""
+    base.bind()
+    try:
+        item = RecallVectorMark.get(conversation_pk(owner, conversation_id), MARK_SK, consistent_read=True)
+    except RecallVectorMark.DoesNotExist:
+        return Mark()
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return Mark(int(item.version or 0), int(item.watermark or 0))
+
+
+def save(
+    owner: str,
+    conversation_id: str,
+    vectors: dict[int, bytes],
+    *,
+    model: str,
+    mark: Mark,
+    expected_version: int,
+    charge: tuple[str, Charge] | None,
+) -> None:
+    """The vectors (BatchWriteItem), then the mark and the charge in one TransactWrite (only if the
+    mark is still at `expected_version`: else MarkConflict; the vectors written are the same again)."""
+    base.bind()
+    pk = conversation_pk(owner, conversation_id)
+    try:
+        with RecallVector.batch_write() as batch:
+            for seq, data in vectors.items():
+                batch.save(RecallVector(pk, vector_sk(seq), model=model, data=data))
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    item = RecallVectorMark(pk, MARK_SK, version=mark.version, watermark=mark.watermark, model=model)
+    condition = (
+        RecallVectorMark.pk.does_not_exist()
+        if expected_version == 0
+        else RecallVectorMark.version == expected_version
+    )
+    writes = [("put", item, condition, None), *(ledger.charge_updates(owner, [charge]) if charge else [])]
+    try:
+        _transact(writes, request_token(pk, "vectors", mark.version))
+    except _Cancelled as exc:
+        if exc.reasons[:1] == ["ConditionalCheckFailed"]:
+            raise MarkConflict(conversation_id) from exc
+        raise base.store_error(exc) from exc
+
+
+def conversation_live(owner: str, conversation_id: str) -> bool:
+    """Whether the conversation item exists and is not deleted (one GetItem)."""
+    base.bind()
+    try:
+        item = TableItem.get(conversation_pk(owner, conversation_id), META_SK, consistent_read=True)
+    except TableItem.DoesNotExist:
+        return False
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return getattr(item, "deleted_at", None) is None
+
+
+def delete_vectors(owner: str, conversation_id: str, seqs: Sequence[int]) -> None:
+    """Remove vectors (BatchWriteItem): those written for a conversation deleted meanwhile."""
+    base.bind()
+    pk = conversation_pk(owner, conversation_id)
+    try:
+        with RecallVector.batch_write() as batch:
+            for seq in seqs:
+                batch.delete(RecallVector(pk, vector_sk(seq)))
+            batch.delete(RecallVectorMark(pk, MARK_SK))
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+
+
+def candidates_for(
+    pk: str, seqs: Sequence[int], *, have: Set[int] = frozenset()
+) -> tuple[dict[int, MessageRecord], dict[int, tuple[str | None, bytes]]]:
+    """The vectors at `seqs` (with the model that made each) and the messages not in `have`, in ONE
+    BatchGetItem (at most BATCH_KEYS keys: the rest are left out, as is anything absent)."""
+    wanted = list(dict.fromkeys(seqs))
+    keys = [(pk, vector_sk(s)) for s in wanted] + [(pk, message_sk(s)) for s in wanted if s not in have]
+    if not keys:
+        return {}, {}
+    base.bind()
+    messages: dict[int, MessageRecord] = {}
+    vectors: dict[int, tuple[str | None, bytes]] = {}
+    try:
+        for item in TableItem.batch_get(keys[:BATCH_KEYS], consistent_read=True):
+            if isinstance(item, Message):
+                record = MessageRecord.of(item)
+                messages[record.seq] = record
+            elif isinstance(item, RecallVector):
+                vectors[int(item.sk[len(VECTOR_SK_PREFIX) :])] = (item.model, bytes(item.data))
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return messages, vectors
+
+
+def charge_query(owner: str, charge: tuple[str, Charge]) -> None:
+    """A query embedding's charge to the owner's usage of the day (one UpdateItem)."""
+    base.bind()
+    try:
+        for _, item, _, actions in ledger.charge_updates(owner, [charge]):
+            item.update(actions=actions or [])
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
