@@ -11,25 +11,12 @@ from chat_core.store import recall_index
 from tests.support import events as http_events
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
+from tests.support.recall import SUMMARIZER, post, run_stream
 from tests.support.stream_records import TableStream, event, for_function
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
-SUMMARIZER = "SummarizeConversationFunction"
 TABLE = "chat-history-it"
-
-
-def run_stream(stream: TableStream) -> dict[str, Any]:
-    batch = for_function(SUMMARIZER, stream.read())
-    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
-    result: dict[str, Any] = api.load("summarize_conversation").lambda_handler(event(batch), context)
-    return result
-
-
-def post(text: str, conversation_id: str | None = None, **fields: Any) -> str:
-    answer = api.post(text, conversation_id, **fields)
-    assert answer.status == 201, answer.body
-    return str(answer.body["conversation_id"])
 
 
 def search(conversation_id: str, text: str) -> list[int]:

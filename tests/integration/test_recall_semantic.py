@@ -23,12 +23,12 @@ from chat_core.store.keys import conversation_pk, message_id_for
 
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
+from tests.support.recall import SUMMARIZER, post, run_stream
 from tests.support.runtime import install
 from tests.support.stream_records import TableStream, event, for_function
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
-SUMMARIZER = "SummarizeConversationFunction"
 TABLE = "chat-history-it"
 MODEL = "text-embedding-3-small"
 
@@ -45,19 +45,6 @@ def semantic(chat_service: None) -> None:
             prices='{"offline-embeddings": {"input": 1.0, "output": 0}}',
         )
     )
-
-
-def run_stream(stream: TableStream) -> dict[str, Any]:
-    batch = for_function(SUMMARIZER, stream.read())
-    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
-    result: dict[str, Any] = api.load("summarize_conversation").lambda_handler(event(batch), context)
-    return result
-
-
-def post(text: str, conversation_id: str | None = None, **fields: Any) -> str:
-    answer = api.post(text, conversation_id, **fields)
-    assert answer.status == 201, answer.body
-    return str(answer.body["conversation_id"])
 
 
 def stored_vectors(conversation_id: str, seqs: range) -> dict[int, bytes]:
