@@ -35,6 +35,7 @@ import pytest
 
 from tests.golden.recording import ADMIN_GROUP, Recorder, differences, dump, normalise
 from tests.golden.scenario_chat import conversations, messages, openai, usage
+from tests.golden.scenario_memory import memory_items
 from tests.golden.scenario_responses import responses
 from tests.golden.scenario_worlds import console, world_files, worlds
 from tests.support.local_server import ServerProcess
@@ -42,6 +43,7 @@ from tests.support.openai_standin import OpenAIStandin
 
 ANSWERS = Path(__file__).with_name("answers")
 FAMILIES = ("conversations", "messages", "openai", "usage", "worlds", "world_files", "console", "responses")
+FAMILIES = (*FAMILIES, "memory_items")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +81,7 @@ def recording(golden_server: ServerProcess, standin: OpenAIStandin) -> dict[str,
     world_files(rec)
     console(rec)
     responses(rec)
+    memory_items(rec)
     urls = {golden_server.url: "<server>", standin.base_url: "<model>"}
     return {family: normalise(calls, urls) for family, calls in rec.families.items()}
 
