@@ -24,9 +24,16 @@ WILDCARD: Final = "*"
 MAX_TEXT_CHARS: Final = 100_000
 
 
+_WORD: Final = re.compile(r"\w+")
+_HAS_CJK: Final = re.compile(f"[{_CJK}]")
+
+
 def terms(text: str) -> list[str]:
     """The terms of `text`, case-folded, in order."""
-    return [t.casefold() for t in _TERM.findall(text)]
+    folded = text.casefold()
+    if not _HAS_CJK.search(folded):
+        return _WORD.findall(folded)
+    return _TERM.findall(folded)
 
 
 def text_of(value: Any, limit: int = MAX_TEXT_CHARS) -> str:
@@ -51,7 +58,12 @@ def query_score(query_terms: Sequence[str], value: Any) -> float:
     wanted = set(query_terms)
     if not wanted:
         return 0.0
-    found = wanted & set(terms(text_of(value)))
+    text = text_of(value).casefold()
+    # A term absent as a substring is absent as a term: most values are ruled out without tokenizing.
+    present = {term for term in wanted if term in text}
+    if not present:
+        return 0.0
+    found = present & set(terms(text))
     return round(len(found) / len(wanted), 6)
 
 
