@@ -667,6 +667,26 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
     ),
     Function(
+        name="MemoryItems",
+        folder="memory_items",
+        operation="PUT/GET/DELETE /memory/items, POST /memory/items/search and /memory/items/namespaces (LangGraph store; MEM-20)",
+        section="memory items (issue 32, MEM-20)",
+        http=(
+            HttpRoute("PUT", "/memory/items", event="Put"),
+            HttpRoute("GET", "/memory/items", event="Get"),
+            HttpRoute("DELETE", "/memory/items", event="Delete"),
+            HttpRoute("POST", "/memory/items/search", event="Search"),
+            HttpRoute("POST", "/memory/items/namespaces", event="Namespaces"),
+        ),
+        grants=(
+            Grant(
+                ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"),
+                "table",
+                "The caller's memory partition only: GetItem reads one memory, UpdateItem writes one (and pushes back a TTL), DeleteItem removes one, Query reads a namespace prefix.",
+            ),
+        ),
+    ),
+    Function(
         name="AddDialogueEntries",
         folder="add_dialogue_entries",
         operation="POST /worlds/{world_id}/dialogues/entries",

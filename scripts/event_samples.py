@@ -86,6 +86,15 @@ HTTP: dict[str, dict[str, Any]] = {
         },
     },
     "delete_message": {"path": {"conversation_id": CONVERSATION, "message_id": MESSAGE}},
+    # MEM-20: a memory item put by namespace and key (LangGraph's store).
+    "memory_items": {
+        "body": {
+            "namespace": ["users", "alice", "memories"],
+            "key": "food",
+            "value": {"text": "Likes pizza with pineapple", "kind": "preference"},
+            "ttl": 1440,
+        }
+    },
     "add_dialogue_entries": {
         "path": {"world_id": WORLD},
         "body": {

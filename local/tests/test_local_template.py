@@ -58,6 +58,14 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
             "GET /v1/conversations/{conversation_id}/items/{item_id}",
             "DELETE /v1/conversations/{conversation_id}/items/{item_id}",
         },
+        # MEM-20: LangGraph's store, one resource family (put, get, delete, search, namespaces).
+        "MemoryItemsFunction": {
+            "PUT /memory/items",
+            "GET /memory/items",
+            "DELETE /memory/items",
+            "POST /memory/items/search",
+            "POST /memory/items/namespaces",
+        },
     }
 
 

@@ -36,6 +36,7 @@ import pytest
 from tests.golden.recording import ADMIN_GROUP, Recorder, differences, dump, normalise
 from tests.golden.scenario_chat import conversations, messages, openai, usage
 from tests.golden.scenario_memory import memory
+from tests.golden.scenario_memory_items import memory_items
 from tests.golden.scenario_memory_search import memory_search
 from tests.golden.scenario_responses import responses
 from tests.golden.scenario_worlds import console, world_files, worlds
@@ -54,6 +55,7 @@ FAMILIES = (
     "responses",
     "memory",
     "memory_search",
+    "memory_items",
 )
 
 
@@ -94,6 +96,7 @@ def recording(golden_server: ServerProcess, standin: OpenAIStandin) -> dict[str,
     responses(rec)
     memory(rec)
     memory_search(rec)
+    memory_items(rec)
     urls = {golden_server.url: "<server>", standin.base_url: "<model>"}
     return {family: normalise(calls, urls) for family, calls in rec.families.items()}
 

@@ -62,6 +62,7 @@ EXPECTED = {
     "set_active": 200,
     "append_messages": 201,
     "delete_message": 200,
+    "memory_items": 200,
     "add_dialogue_entries": 200,
     "get_dialogue_history": 200,
     "list_worlds": 200,

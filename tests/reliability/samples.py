@@ -44,10 +44,17 @@ def body_for(route_key: str, ids: dict[str, str], marker: str = "sample") -> Any
         "POST /v1/conversations/{conversation_id}/items": {
             "items": [{"type": "message", "role": "user", "content": f"{marker} item"}]
         },
+        "PUT /memory/items": {
+            "namespace": ["notes", marker],
+            "key": "k",
+            "value": {"text": f"{marker} memory"},
+        },
     }
     return bodies.get(route_key, {})
 
 
 QUERIES: dict[str, dict[str, str]] = {
     "GET /worlds/{world_id}/history": {"participants": ",".join(WORLD_PARTICIPANTS)},
+    "GET /memory/items": {"namespace": "notes.sample", "key": "k"},
+    "DELETE /memory/items": {"namespace": "notes.sample", "key": "k"},
 }

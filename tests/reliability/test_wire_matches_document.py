@@ -406,6 +406,25 @@ def test_every_answer_of_every_route_is_documented(
     assert client.get("/usage", params={"user": "someone-else"}).status_code == 403
     assert client.put("/budgets/someone-else", json={"daily_tokens": 10}).status_code == 403
     assert client.put("/budgets/someone-else", json={"weekly": 10}).status_code == 422
+    # Memory items (MEM-20..26): put, get, search, namespaces, delete, and their errors.
+    memory = {"namespace": ["wire", "notes"], "key": "k1", "value": {"text": "wire memory"}, "ttl": 5}
+    assert client.put("/memory/items", json=memory).status_code == 200
+    assert client.put("/memory/items", json={**memory, "value": [1]}).status_code == 422
+    assert client.put("/memory/items", json={**memory, "value": {"t": "x" * 70_000}}).status_code == 413
+    where = {"namespace": "wire.notes", "key": "k1"}
+    assert client.get("/memory/items", params=where).status_code == 200
+    assert client.get("/memory/items", params={**where, "namespace": "wire..x"}).status_code == 400
+    assert (
+        client.post(
+            "/memory/items/search", json={"namespace_prefix": ["wire"], "query": "memory"}
+        ).status_code
+        == 200
+    )
+    assert client.post("/memory/items/search", json={"filter": {"n": {"$bad": 1}}}).status_code == 400
+    assert client.post("/memory/items/namespaces", json={"prefix": ["wire"]}).status_code == 200
+    assert client.post("/memory/items/namespaces", json={"limit": 0}).status_code == 422
+    assert client.delete("/memory/items", params=where).status_code == 204
+    assert client.get("/memory/items", params=where).status_code == 404
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404

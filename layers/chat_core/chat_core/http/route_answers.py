@@ -43,6 +43,7 @@ from chat_core.http.dialogue_answers import (
     WorldsOut,
 )
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS
+from chat_core.http.memory_answers import MemoryItemOut, MemoryNamespacesOut, MemorySearchOut
 from chat_core.http.openai_answers import ChatCompletionOut, ModelListOut, OpenAIErrorOut
 
 
@@ -183,6 +184,12 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "POST /worlds/{world_id}/imports/{job_id}/start": RouteDoc(202, ImportJobOut, (400, 401, 404, 409, 503)),
     "GET /worlds/{world_id}/imports/{job_id}": RouteDoc(200, ImportJobOut, (400, 401, 404, 503)),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, READ, media_type="application/x-ndjson"),
+    # MEM-20..23: memory items by namespace and key (LangGraph's store).
+    "PUT /memory/items": RouteDoc(200, MemoryItemOut, (401, 413, 415, 422, 503)),
+    "GET /memory/items": RouteDoc(200, MemoryItemOut, READ),
+    "DELETE /memory/items": RouteDoc(204, None, (400, 401, 422, 503)),
+    "POST /memory/items/search": RouteDoc(200, MemorySearchOut, (400, 401, 413, 415, 422, 503)),
+    "POST /memory/items/namespaces": RouteDoc(200, MemoryNamespacesOut, (400, 401, 413, 415, 422, 503)),
     "POST /worlds/{world_id}/import": RouteDoc(
         201,
         ImportOut,
