@@ -52,6 +52,7 @@ EXPECTED = {
     "get_events": 200,
     "get_usage": 200,
     "memory_facts": 200,
+    "search_memory": 200,
     # COST-4: the sample caller is in chat-admins, the deployment's administrators here.
     "set_budget": 200,
     "update_message": 200,

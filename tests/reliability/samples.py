@@ -57,4 +57,5 @@ QUERIES: dict[str, dict[str, str]] = {
     "GET /worlds/{world_id}/history": {"participants": ",".join(WORLD_PARTICIPANTS)},
     "GET /memory/items": {"namespace": "notes.sample", "key": "k"},
     "DELETE /memory/items": {"namespace": "notes.sample", "key": "k"},
+    "GET /memory/search": {"q": "sample"},
 }

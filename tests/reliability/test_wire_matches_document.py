@@ -425,6 +425,14 @@ def test_every_answer_of_every_route_is_documented(
     assert client.post("/memory/items/namespaces", json={"limit": 0}).status_code == 422
     assert client.delete("/memory/items", params=where).status_code == 204
     assert client.get("/memory/items", params=where).status_code == 404
+    # Recall's search (MEM-11) and long-term facts (MEM-32, MEM-33): answers and their errors.
+    assert client.get("/memory/search", params={"q": "wire"}).status_code == 200
+    assert client.get("/memory/search", params={"q": "wire", "limit": "0"}).status_code in (400, 422)
+    unknown = {"q": "wire", "conversation_id": "01J0000000000000000000000Z"}
+    assert client.get("/memory/search", params=unknown).status_code == 404
+    assert client.get("/memory").status_code == 200
+    assert client.get("/memory", params={"limit": "0"}).status_code == 422
+    assert client.delete("/memory/01JAAAAAAAAAAAAAAAAAAAAAAA").status_code == 404
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404

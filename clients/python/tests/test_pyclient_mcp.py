@@ -95,12 +95,20 @@ async def _exercise(session: ClientSession, conversation_id: str) -> None:
     )
     assert "422" in _error_text(bad_role) or "400" in _error_text(bad_role)
     # search_memory: the results of GET /memory/search, or its absence as a tool error
-    searched = await session.call_tool("search_memory", {"query": "cat named", "limit": 5})
+    searched = await session.call_tool("search_memory", {"query": "sunny degrees", "limit": 5})
     if SEARCH_ROUTE_MISSING:
         assert "404" in _error_text(searched)
     else:
+        # The recall index is kept off the post path, from the table's stream, when an answer is stored
+        # (MEM-5): the turn's answer is found once the stream has delivered it (a deadline, no sleep);
+        # the user message appended after it waits for the next answer.
+        deadline = time.monotonic() + 30
         results = _result(searched)["results"]
-        assert any("Miso" in r["snippet"] for r in results)
+        while not any("Sunny" in r["snippet"] for r in results) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            searched = await session.call_tool("search_memory", {"query": "sunny degrees", "limit": 5})
+            results = _result(searched)["results"]
+        assert any("Sunny" in r["snippet"] for r in results)
         assert {"conversation_id", "message_id", "seq", "role", "snippet", "score", "created_at"} <= set(
             results[0]
         )

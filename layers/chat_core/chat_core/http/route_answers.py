@@ -185,7 +185,7 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "GET /worlds/{world_id}/imports/{job_id}": RouteDoc(200, ImportJobOut, (400, 401, 404, 503)),
     "GET /worlds/{world_id}/export": RouteDoc(200, None, READ, media_type="application/x-ndjson"),
     # MEM-20..23: memory items by namespace and key (LangGraph's store).
-    "PUT /memory/items": RouteDoc(200, MemoryItemOut, (401, 413, 415, 422, 503)),
+    "PUT /memory/items": RouteDoc(200, MemoryItemOut, (400, 401, 413, 415, 422, 503)),
     "GET /memory/items": RouteDoc(200, MemoryItemOut, READ),
     "DELETE /memory/items": RouteDoc(204, None, (400, 401, 422, 503)),
     "POST /memory/items/search": RouteDoc(200, MemorySearchOut, (400, 401, 413, 415, 422, 503)),
