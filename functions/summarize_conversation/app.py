@@ -38,7 +38,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         except ChatError as exc:
             failure, answer = exc, {}
         # The index is kept even when a summary failed (the retry then finds it up to date).
-        targets = summaries.conversations_in(records)
+        targets = recall_upkeep.stored_only(records, summaries.conversations_in(records))
         index = recall_upkeep.process_stream(targets)
         # MEM-49: semantic recall's vectors (nothing at all unless RECALL_EMBEDDINGS_MODEL is set).
         embedded = recall_embedding.process_stream(targets)

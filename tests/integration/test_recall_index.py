@@ -287,3 +287,22 @@ def test_mem6_recall_per_post_and_on_chat_completions_leaves_the_conversations_p
     assert int(text.split("I received ")[1].split(" message")[0]) > received(without)
     refused = api.post("hello", cid, recall={"max_tokens": 0})
     assert refused.status == 422
+
+
+def test_mem5_a_store_false_turn_read_before_its_deletion_is_never_indexed(chat_service: None) -> None:
+    # Given a turn whose answer is marked as a store: false response (RSP-9), as its stream record shows it
+    stream = TableStream(TABLE)
+    cid = post("my secret is the blue door")
+    records = stream.read()
+    for record in records:
+        image = record["dynamodb"].get("NewImage") or {}
+        if image.get("role", {}).get("S") == "assistant":
+            image["settings"] = {"S": '{"store":false}'}
+    # When the summarizer's handler gets that batch before the request's deletion of the partition
+    batch = for_function(SUMMARIZER, records)
+    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+    api.load("summarize_conversation").lambda_handler(event(batch), context)
+    # Then it writes no index item into the conversation
+    tail = recall_index.read_tail("alice", cid)
+    assert tail.n_docs == 0
+    assert search(cid, "what is my secret?") == []

@@ -12,7 +12,7 @@ fetches it (deletion takes effect at once).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -22,6 +22,7 @@ from chat_core.errors import StoreUnavailable
 from chat_core.observability import logger
 from chat_core.store import recall_index as store
 from chat_core.store.keys import conversation_pk
+from chat_core.store.partitions import parse_conversation_pk
 from chat_core.store.recall_index import SegmentRef, Tail, TailConflict
 from chat_core.store.records import MessageRecord
 
@@ -151,6 +152,26 @@ def update_index(owner: str, conversation_id: str) -> int:
             continue
         return new_tail.n_docs - tail.n_docs
     raise TailConflict(conversation_id)
+
+
+#: The settings a store: false answer carries (http.responses_turn): its turn is never indexed.
+UNSTORED_SETTINGS: Final = '{"store":false}'
+
+
+def stored_only(
+    records: Iterable[Mapping[str, Any]], targets: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The batch's conversations less those whose turn was a store: false response (RSP-9): their partition
+    is deleted in the request that answered, and an upkeep that read it just before must not write into it."""
+    unstored = set()
+    for record in records:
+        data = record.get("dynamodb") or {}
+        settings = ((data.get("NewImage") or {}).get("settings") or {}).get("S")
+        pk = ((data.get("Keys") or {}).get("pk") or {}).get("S")
+        parsed = parse_conversation_pk(pk) if settings == UNSTORED_SETTINGS and pk else None
+        if parsed is not None:
+            unstored.add(parsed)
+    return [target for target in targets if target not in unstored]
 
 
 def process_stream(targets: Sequence[tuple[str, str]]) -> dict[str, Any]:

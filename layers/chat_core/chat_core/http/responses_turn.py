@@ -327,8 +327,12 @@ def _command(turn: PostMessageIn, request: ResponseCreateIn, previous: MessageRe
     as_sent = dict(command.as_sent)
     if request.instructions is not None:
         as_sent["instructions"] = request.instructions
+    # A store: false answer is marked so the table stream's consumers leave its turn alone (RSP-9, MEM-5):
+    # its partition is deleted in the same request, and nothing of it may be indexed or embedded.
     kept = (
-        response_settings.shared(answered_settings(request), previous) if request.store is not False else None
+        response_settings.shared(answered_settings(request), previous)
+        if request.store is not False
+        else {"store": False}
     )
     return replace(command, instructions=request.instructions, answer_settings=kept or None, as_sent=as_sent)
 
