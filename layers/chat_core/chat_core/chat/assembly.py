@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chat_core.chat import memory, paths, recall_across, summary_window
 from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
-from chat_core.chat.policy import count_message, history_reach, window_policy
+from chat_core.chat.policy import count_message, first_reach, history_reach, short_of_budget, window_policy
 from chat_core.chat.recall_window import Recalled, recall_messages, recall_option
 from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
 from chat_core.engine import tokens
@@ -31,18 +31,36 @@ def read_history(
     history is its active path (API-18): one more Query per branch point the window reaches past;
     `leaf` reads the path ending there instead (an edit or a regeneration continues from it).
     """
-    reach = history_reach(override) if override else history_reach(None)
+    reach = first_reach(override) if override else history_reach(None)
     recent = store.read_recent(owner, conversation_id, reach)
     conversation = recent.conversation
     if conversation is None or conversation.is_deleted:
         raise not_found(conversation_id)
-    wanted = reach if override else history_reach(conversation.window_policy)
+    stored = override or conversation.window_policy
     linear = conversation.active_leaf is None and leaf is None
-    if linear and wanted > reach and len(recent.messages) >= reach:
+    if not linear:
+        return paths.active_history(recent, history_reach(stored), leaf=leaf)
+    wanted = first_reach(stored)
+    if wanted > reach and not recent.exhaustive:
         recent = store.read_recent(owner, conversation_id, wanted)
         if recent.conversation is None or recent.conversation.is_deleted:
             raise not_found(conversation_id)
-    return paths.active_history(recent, wanted, leaf=leaf)
+    return paths.active_history(_fill_budget(owner, conversation_id, recent, stored), history_reach(stored))
+
+
+def _fill_budget(
+    owner: str, conversation_id: str, recent: store.Recent, stored: Mapping[str, Any] | None
+) -> store.Recent:
+    """API-4: a budget-only policy's first read sized by estimate (`first_reach`): when its messages
+    fall short of the budget, one more Query reads the older ones, up to `history_reach` in all."""
+    messages = recent.messages
+    room = history_reach(stored) - len(messages)
+    if recent.exhaustive or room <= 0 or not messages or not short_of_budget(stored, paths.live(messages)):
+        return recent
+    if recent.summary is not None and messages[0].seq <= recent.summary.to_seq + 1:
+        return recent  # what is older is the summary's: the window never sends it
+    older = store.read_recent(owner, conversation_id, room, before_seq=messages[0].seq)
+    return replace(recent, messages=[*older.messages, *messages], exhaustive=older.exhaustive)
 
 
 def _window_message(message: MessageRecord) -> dict[str, Any]:

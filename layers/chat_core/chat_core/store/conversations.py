@@ -90,17 +90,21 @@ def _query(hash_key: str, **kwargs: Any) -> dict[str, Any]:
     return result
 
 
-def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
+def read_recent(owner: str, conversation_id: str, messages: int, *, before_seq: int | None = None) -> Recent:
     """API-4: one descending, strongly consistent Query: the summary (`~SUMMARY` sorts first), the
     conversation item, then the newest `messages`. The Limit counts both items; without a summary the
-    one extra message read is dropped, so callers always get at most `messages`."""
+    one extra message read is dropped, so callers always get at most `messages`. With `before_seq`, the
+    newest `messages` older than that seq only (no conversation item, no summary)."""
     pk, _ = Conversation.key(owner, conversation_id)
     # The key condition stops the Query at the messages: turn-log events ("EVT#") sort below them.
+    older = before_seq is not None
+    keys = TableItem.sk.between(MESSAGE_SK_PREFIX, message_sk(before_seq - 1)) if older else None
+    limit = messages if older else messages + 2
     raw = _query(
         pk,
-        range_key_condition=TableItem.sk >= MESSAGE_SK_PREFIX,
+        range_key_condition=keys if older else TableItem.sk >= MESSAGE_SK_PREFIX,
         scan_index_forward=False,
-        limit=messages + 2,
+        limit=limit,
         consistent_read=True,
     )
     conversation: ConversationRecord | None = None
@@ -113,7 +117,7 @@ def read_recent(owner: str, conversation_id: str, messages: int) -> Recent:
             summary = SummaryRecord.of(item)
         elif isinstance(item, Message):
             found.append(MessageRecord.of(item))
-    exhaustive = len(raw.get("Items", [])) < messages + 2
+    exhaustive = len(raw.get("Items", [])) < limit
     del found[messages:]
     found.reverse()
     return Recent(conversation=conversation, messages=found, summary=summary, exhaustive=exhaustive)
