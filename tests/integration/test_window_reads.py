@@ -3,7 +3,6 @@ can use, not 200 messages; the window it builds is the one a read of 200 would g
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,7 @@ class Reads:
 
 
 @pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
+def reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
     seen = Reads()
     original = botocore.client.BaseClient._make_api_call
 
@@ -41,7 +40,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
         return answer
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
-    yield seen
+    return seen
 
 
 def _conversation(turns: int, question: str) -> str:
