@@ -21,7 +21,10 @@
    atomically; moto runs them from several threads at once, so a transaction could check its conditions,
    an UpdateItem (a post taking its slots) run in between, and the transaction then apply what it had
    checked against a conversation item that had moved on (two posts with one turn number, a message
-   overwritten). Here every write runs under one lock.
+   overwritten). Here every write runs under one lock, and so does the copy of the item a write answers
+   with (`ReturnValues: ALL_OLD`), which moto takes before the write: taken while another write was
+   halfway through an UpdateItem, it showed a conversation item with its active leaf moved and its
+   sequence not yet (a post that continued a message after it: a parent out of order).
 6. A Query reads its partition. moto's Query of the table looks at every item of the table for the ones
    with the asked partition key, so every read got slower as any other conversation or world grew (a
    post's p50 tripled at 10,000 items); moto already keeps items by partition, and the Query now looks at
@@ -203,6 +206,22 @@ def _transact_with_undo(self: DynamoDBBackend, transact_items: list[dict[str, An
 #: The single-item writes of moto's backend, each made one step under `_lock` (5.).
 _SINGLE_WRITES = ("update_item", "put_item", "delete_item")
 _original_writes: dict[str, Any] = {}
+
+
+#: The handlers that copy the item before writing it (ALL_OLD), each made one step with its write (5.).
+_original_handlers: dict[str, Any] = {}
+
+
+def _answered_in_one_step(name: str) -> Any:
+    original = getattr(DynamoHandler, name)
+
+    def handle(self: DynamoHandler) -> Any:
+        with _lock:
+            return original(self)
+
+    handle.__name__ = name
+    _original_handlers[name] = original
+    return handle
 
 
 def _one_step(name: str) -> Any:
@@ -426,6 +445,9 @@ def install() -> None:
         if not _original_writes:
             for name in _SINGLE_WRITES:
                 setattr(DynamoDBBackend, name, _one_step(name))
+        if not _original_handlers:
+            for name in _SINGLE_WRITES:
+                setattr(DynamoHandler, name, _answered_in_one_step(name))
 
 
 def reset() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -337,3 +338,36 @@ def _owner(owner: str) -> dict[str, Any]:
 
 def _meta(pk: str) -> dict[str, Any]:
     return {"pk": {"S": pk}, "sk": {"S": "~META"}, "n": {"N": "50"}}
+
+
+def test_concurrent_updates_each_answer_the_item_as_they_found_it(client: Any) -> None:
+    """LOC-2: an UpdateItem's ALL_OLD is the item just before that update, as DynamoDB answers it: eight
+    threads taking slots at once (`leaf = next - 1 + 2, next = next + 2`, as a post reserving on a branched
+    conversation) each see a distinct, whole state, never another update's half or a state already used."""
+    client.put_item(
+        TableName=TABLE, Item={"pk": {"S": "p"}, "sk": {"S": "c"}, "next": {"N": "1"}, "leaf": {"N": "0"}}
+    )
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def take(times: int) -> None:
+        for _ in range(times):
+            old = client.update_item(
+                TableName=TABLE,
+                Key={"pk": {"S": "p"}, "sk": {"S": "c"}},
+                UpdateExpression="SET leaf = #n + :one, #n = #n + :two",
+                ExpressionAttributeNames={"#n": "next"},
+                ExpressionAttributeValues={":one": {"N": "1"}, ":two": {"N": "2"}},
+                ReturnValues="ALL_OLD",
+            )["Attributes"]
+            with lock:
+                seen.append((int(old["next"]["N"]), int(old["leaf"]["N"])))
+
+    threads = [threading.Thread(target=take, args=(40,)) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Every update started from its own state, and every state was whole: the leaf is the slot before next
+    assert sorted(n for n, _ in seen) == list(range(1, 1 + 2 * 320, 2))
+    assert all(leaf == n - 1 for n, leaf in seen)
