@@ -1,13 +1,16 @@
-"""The memory routes as `Call`s (MEM-20..23, and GET /memory/search): the items by namespace and key that
-`ChatHistoryStore` (LangGraph) sends, and the search over the caller's conversations the MCP server's
-`search_memory` tool sends. No I/O here."""
+"""The memory routes as `Call`s (MEM-20..23, GET /memory/search, GET/DELETE /memory): the items by
+namespace and key that `ChatHistoryStore` (LangGraph) sends, the search over the caller's conversations
+(the MCP server's `search_memory` tool and the clients' `search_memory`), and the long-term facts. No I/O
+here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from chat_history_client._calls import Call
+from chat_history_client.types import Page
 
 #: Namespace labels are joined by "." in a query string (labels hold none, as LangGraph requires).
 SEPARATOR = "."
@@ -82,3 +85,24 @@ def search_memory(query: str, *, limit: int, conversation_id: str | None) -> Cal
     if conversation_id is not None:
         params["conversation_id"] = conversation_id
     return Call("GET", "/memory/search", _body, params=params)
+
+
+def list_facts(
+    *, limit: int, cursor: str | None, conversation_id: str | None, include_superseded: bool
+) -> Call[Page[dict[str, Any]]]:
+    """GET /memory: the caller's long-term facts (MEM-32), newest first, a page at a time."""
+    params: dict[str, Any] = {"limit": limit, "include_superseded": str(include_superseded).lower()}
+    if cursor is not None:
+        params["cursor"] = cursor
+    if conversation_id is not None:
+        params["conversation_id"] = conversation_id
+
+    def parse(body: Any) -> Page[dict[str, Any]]:
+        return Page(list(body.get("facts") or []), body.get("next_cursor"))
+
+    return Call("GET", "/memory", parse, params=params)
+
+
+def delete_fact(fact_id: str) -> Call[None]:
+    """DELETE /memory/{fact_id}: the fact and the versions it superseded, for good (MEM-33)."""
+    return Call("DELETE", f"/memory/{quote(fact_id, safe='')}", _nothing)

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from chat_history_client import _background, _calls
+from chat_history_client import _background, _calls, _memory_calls
 from chat_history_client._calls import Call, Policy, T
 from chat_history_client.errors import TransportError
 from chat_history_client.types import Conversation, Message, Page, PostResult
@@ -162,6 +162,48 @@ class ChatHistoryClient:
         """PUT /budgets/{user}: `daily_tokens`, `daily_usd`, `monthly_tokens`, `monthly_usd` (None: no
         limit); administrators only (COST-4)."""
         return self.send(_calls.set_budget(user, limits))
+
+    def search_memory(
+        self, query: str, *, limit: int = 10, conversation_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """GET /memory/search (MEM-11): the caller's messages relevant to `query`, best first, across their
+        conversations or in one (`conversation_id`): each `{conversation_id, message_id, seq, role,
+        snippet, score, created_at}`."""
+        body = self.send(_memory_calls.search_memory(query, limit=limit, conversation_id=conversation_id))
+        return list(body.get("results") or [])
+
+    def memory_facts(
+        self,
+        *,
+        limit: int = 20,
+        cursor: str | None = None,
+        conversation_id: str | None = None,
+        include_superseded: bool = False,
+    ) -> Page[dict[str, Any]]:
+        """GET /memory (MEM-32): one page of the caller's long-term facts, newest first."""
+        return self.send(
+            _memory_calls.list_facts(
+                limit=limit,
+                cursor=cursor,
+                conversation_id=conversation_id,
+                include_superseded=include_superseded,
+            )
+        )
+
+    def iter_memory_facts(
+        self, *, page_size: int = 100, include_superseded: bool = False
+    ) -> Iterator[dict[str, Any]]:
+        """Every fact of the caller, page after page."""
+        cursor = None
+        while True:
+            page = self.memory_facts(limit=page_size, cursor=cursor, include_superseded=include_superseded)
+            yield from page.items
+            if not (cursor := page.next_cursor):
+                return
+
+    def delete_memory_fact(self, fact_id: str) -> None:
+        """DELETE /memory/{fact_id} (MEM-33): the fact and the versions it superseded, for good."""
+        self.send(_memory_calls.delete_fact(fact_id))
 
 
 class AsyncChatHistoryClient:
@@ -331,3 +373,43 @@ class AsyncChatHistoryClient:
 
     async def set_budget(self, user: str, **limits: Any) -> dict[str, Any]:
         return await self.send(_calls.set_budget(user, limits))
+
+    async def search_memory(
+        self, query: str, *, limit: int = 10, conversation_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        call = _memory_calls.search_memory(query, limit=limit, conversation_id=conversation_id)
+        body = await self.send(call)
+        return list(body.get("results") or [])
+
+    async def memory_facts(
+        self,
+        *,
+        limit: int = 20,
+        cursor: str | None = None,
+        conversation_id: str | None = None,
+        include_superseded: bool = False,
+    ) -> Page[dict[str, Any]]:
+        return await self.send(
+            _memory_calls.list_facts(
+                limit=limit,
+                cursor=cursor,
+                conversation_id=conversation_id,
+                include_superseded=include_superseded,
+            )
+        )
+
+    async def iter_memory_facts(
+        self, *, page_size: int = 100, include_superseded: bool = False
+    ) -> AsyncIterator[dict[str, Any]]:
+        cursor = None
+        while True:
+            page = await self.memory_facts(
+                limit=page_size, cursor=cursor, include_superseded=include_superseded
+            )
+            for item in page.items:
+                yield item
+            if not (cursor := page.next_cursor):
+                return
+
+    async def delete_memory_fact(self, fact_id: str) -> None:
+        await self.send(_memory_calls.delete_fact(fact_id))

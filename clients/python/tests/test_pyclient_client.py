@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -217,3 +219,55 @@ def test_usage_and_budgets_are_methods(alice: ChatHistoryClient, server: ServerP
     with pytest.raises(AuthenticationError) as refused:
         alice.set_budget("alice", daily_tokens=None)
     assert (refused.value.status, refused.value.code) == (403, "forbidden")
+
+
+def _until(check: Any, read: Any, url: str, timeout_s: float = 30.0) -> Any:
+    """`read()` once `check` holds of it (the stream indexes a turn and extracts its facts in the
+    background), or its last value at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        settle_streams(url)
+        value = read()
+        if check(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
+
+
+def test_memory_search_and_facts_are_methods(tmp_path: Path) -> None:
+    """CLIENT-1 / MEM-11 / MEM-32 / MEM-33: `search_memory` finds what the caller said in any of their
+    conversations; `memory_facts` lists the facts taken from it and `delete_memory_fact` deletes one for
+    good; the async client answers the same."""
+    server = ServerProcess(tmp_path, env={"FACTS_EXTRACTION": "all"}, args=["--no-persist"]).start()
+    try:
+        with ChatHistoryClient(server.url, user_id="fiona") as fiona:
+            # Given a turn in which the user says where they live
+            posted = fiona.post_message("Hi! I live in Lisbon.")
+            # Then a search finds it, in all their conversations and in that one
+            found = _until(bool, lambda: fiona.search_memory("where do I live Lisbon"), server.url)
+            assert found[0]["conversation_id"] == posted.conversation_id
+            assert "Lisbon" in found[0]["snippet"]
+            one = fiona.search_memory("Lisbon", limit=1, conversation_id=posted.conversation_id)
+            assert [r["message_id"] for r in one] == [found[0]["message_id"]]
+            # And the fact taken from it is listed, page by page too
+            facts = _until(lambda page: page.items, fiona.memory_facts, server.url).items
+            assert [f["text"] for f in facts] == ["The user lives in Lisbon"]
+            assert [f["id"] for f in fiona.iter_memory_facts(page_size=1)] == [facts[0]["id"]]
+            with pytest.raises(InvalidRequest):
+                fiona.search_memory("")
+
+            async def in_async() -> tuple[list[dict[str, Any]], list[str]]:
+                async with AsyncChatHistoryClient(server.url, user_id="fiona") as client:
+                    results = await client.search_memory("Lisbon")
+                    ids = [f["id"] async for f in client.iter_memory_facts()]
+                    return results, ids
+
+            results, ids = asyncio.run(in_async())
+            assert results[0]["message_id"] == found[0]["message_id"]
+            assert ids == [facts[0]["id"]]
+            # When the fact is deleted, it is gone, and deleting it again is NotFound
+            fiona.delete_memory_fact(facts[0]["id"])
+            assert fiona.memory_facts(include_superseded=True).items == []
+            with pytest.raises(NotFound):
+                fiona.delete_memory_fact(facts[0]["id"])
+    finally:
+        server.stop()
