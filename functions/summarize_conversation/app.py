@@ -49,7 +49,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 failures=unindexed,
             )
         try:
-            extracted = facts.process_stream(records, context=context)
+            extracted = facts.process_stream(records, targets=targets, context=context)
         except facts.FactsFailed as exc:
             failure, extracted = failure or exc, None
         if failure is not None:

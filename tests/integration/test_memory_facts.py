@@ -152,3 +152,25 @@ def test_a_conversation_may_opt_out_when_all_are_extracted(facts_on: TableStream
     quiet = api.create(window_policy={"max_messages": 10, "facts": {"extract": False}})
     _turn(facts_on, "I live in Turin.", quiet.body["conversation_id"])
     assert _memory().body["facts"] == []
+
+
+def test_a_store_false_turn_is_never_extracted(facts_on: TableStream) -> None:
+    """MEM-34 + RSP-9: the answer of a `store: false` response is marked; a stream batch that delivers it
+    before its request has deleted the partition (the extraction could still read the turn) extracts
+    nothing from it, so no fact of a turn never kept is written."""
+    # Given a turn whose stream batch carries its answer marked as a store: false response's
+    answer = api.post("Hello. I live in Oslo.")
+    assert answer.status == 201, answer.body
+    batch = for_function(SUMMARIZER, facts_on.read())
+    marked = 0
+    for record in batch:
+        image = record["dynamodb"].get("NewImage") or {}
+        if image.get("role", {}).get("S") == "assistant":
+            image["settings"] = {"S": '{"store":false}'}
+            marked += 1
+    assert marked == 1
+    # When the summarizer's stream function handles it while the partition is still there
+    context = LambdaContext(function_name="summarize_conversation", remaining_ms=120_000)
+    api.load("summarize_conversation").lambda_handler(event(batch), context)
+    # Then no fact was taken from it
+    assert _memory(include_superseded="true").body["facts"] == []

@@ -271,14 +271,21 @@ def extract_conversation(
 
 
 def process_stream(
-    records: Sequence[Mapping[str, Any]], *, context: Any = None, settings: Settings | None = None
+    records: Sequence[Mapping[str, Any]],
+    *,
+    targets: Sequence[tuple[str, str]] | None = None,
+    context: Any = None,
+    settings: Settings | None = None,
 ) -> dict[str, Any] | None:
     """Extract facts for every conversation that ended a turn in a stream batch (None while extraction
-    is off). Each is tried; FactsFailed is raised at the end if any failed, so Lambda retries the batch."""
+    is off), or for `targets` (the handler leaves out the turns of store: false responses, RSP-9, whose
+    partition their request deletes: an extraction that read it just before would store a fact of a
+    turn never kept). Each is tried; FactsFailed is raised at the end if any failed, so Lambda retries
+    the batch."""
     settings = settings or get_settings()
     if settings.facts_extraction == "off":
         return None
-    targets = conversations_in(records)
+    targets = conversations_in(records) if targets is None else targets
     outcomes: list[FactsOutcome] = []
     failures: list[dict[str, Any]] = []
     for owner, conversation_id in targets:
