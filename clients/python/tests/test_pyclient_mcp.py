@@ -24,18 +24,11 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from functions.routes import FUNCTIONS
 from tests.support.local_server import ServerProcess
 
 CLIENT_ROOT = Path(__file__).resolve().parents[1]
 REPO = CLIENT_ROOT.parents[1]
 TOOLS = {"search_memory", "recent_history", "append_message", "list_conversations"}
-#: GET /memory/search is another part of issue 32; its tool is tested once the route is in the tree.
-SEARCH_ROUTE_MISSING = not any(
-    route.method == "GET" and route.path == "/memory/search"
-    for function in FUNCTIONS
-    for route in function.http
-)
 
 
 def _env(server: ServerProcess, **extra: str) -> dict[str, str]:
@@ -94,24 +87,21 @@ async def _exercise(session: ClientSession, conversation_id: str) -> None:
         "append_message", {"conversation_id": conversation_id, "content": "x", "role": "wizard"}
     )
     assert "422" in _error_text(bad_role) or "400" in _error_text(bad_role)
-    # search_memory: the results of GET /memory/search, or its absence as a tool error
+    # search_memory: the results of GET /memory/search
     searched = await session.call_tool("search_memory", {"query": "sunny degrees", "limit": 5})
-    if SEARCH_ROUTE_MISSING:
-        assert "404" in _error_text(searched)
-    else:
-        # The recall index is kept off the post path, from the table's stream, when an answer is stored
-        # (MEM-5): the turn's answer is found once the stream has delivered it (a deadline, no sleep);
-        # the user message appended after it waits for the next answer.
-        deadline = time.monotonic() + 30
+    # The recall index is kept off the post path, from the table's stream, when an answer is stored
+    # (MEM-5): the turn's answer is found once the stream has delivered it (a deadline, no sleep);
+    # the user message appended after it waits for the next answer.
+    deadline = time.monotonic() + 30
+    results = _result(searched)["results"]
+    while not any("Sunny" in r["snippet"] for r in results) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        searched = await session.call_tool("search_memory", {"query": "sunny degrees", "limit": 5})
         results = _result(searched)["results"]
-        while not any("Sunny" in r["snippet"] for r in results) and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-            searched = await session.call_tool("search_memory", {"query": "sunny degrees", "limit": 5})
-            results = _result(searched)["results"]
-        assert any("Sunny" in r["snippet"] for r in results)
-        assert {"conversation_id", "message_id", "seq", "role", "snippet", "score", "created_at"} <= set(
-            results[0]
-        )
+    assert any("Sunny" in r["snippet"] for r in results)
+    assert {"conversation_id", "message_id", "seq", "role", "snippet", "score", "created_at"} <= set(
+        results[0]
+    )
 
 
 def _conversation(server: ServerProcess, user: str) -> str:
@@ -240,11 +230,6 @@ def test_streamable_http_passes_each_requests_identity_on(server: ServerProcess,
     asyncio.run(scenario())
 
 
-@pytest.mark.skipif(
-    SEARCH_ROUTE_MISSING,
-    reason="GET /memory/search (issue 32, helper recall's route) is not in template.yaml yet: "
-    "search_memory's results are checked once it is",
-)
 def test_search_memory_finds_what_was_said(server: ServerProcess) -> None:
     """MEM-28: search_memory answers GET /memory/search's results across the caller's conversations."""
     cid = _conversation(server, "mcp-erin")
