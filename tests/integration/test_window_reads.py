@@ -105,3 +105,20 @@ def test_a_character_budget_is_read_by_its_size_too(chat_service: None, reads: R
     assert sized == full
     assert len(by_budget.queries) == 1
     assert by_budget.items <= 40
+
+
+def test_a_branched_conversation_walks_what_the_budget_can_use(chat_service: None, reads: Reads) -> None:
+    """API-24 + API-18: on a branched conversation the path is walked for what the budget can use: the
+    600-token window after an edit is still one Query, and the same window a walk of 200 gives."""
+    # Given a conversation of 120 long messages whose last question was edited (a branch point)
+    conversation_id = _conversation(60, LONG_QUESTION)
+    path = api.detail(conversation_id).body["messages"]
+    assert api.edit(conversation_id, path[-2]["message_id"], f"{LONG_QUESTION} edited").status == 201
+    # When a 600-token window is built, and the same with max_messages 200
+    sized, by_budget = _window(conversation_id, {"max_tokens": 600}, reads)
+    full, _ = _window(conversation_id, {"max_tokens": 600, "max_messages": 200}, reads)
+    # Then one Query built the same window, from the edited branch
+    assert sized == full
+    assert f"{LONG_QUESTION} edited" in sized
+    assert len(by_budget.queries) == 1
+    assert by_budget.items <= 40

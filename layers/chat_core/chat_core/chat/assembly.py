@@ -39,6 +39,11 @@ def read_history(
     stored = override or conversation.window_policy
     linear = conversation.active_leaf is None and leaf is None
     if not linear:
+        # API-24 on a path: what the read holds, when it covers the budget; else the walk reads on.
+        if first_reach(stored) < history_reach(stored):
+            walked = paths.active_history(recent, first_reach(stored), leaf=leaf, max_queries=0)
+            if not short_of_budget(stored, walked.messages):
+                return walked
         return paths.active_history(recent, history_reach(stored), leaf=leaf)
     wanted = first_reach(stored)
     if wanted > reach and not recent.exhaustive:

@@ -50,10 +50,12 @@ def on_active_path(conversation: ConversationRecord, walked: tree.Walk, seqs: Se
     return {seq for seq in seqs if seq in found}
 
 
-def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) -> store.Recent:
+def active_history(
+    recent: store.Recent, want: int, *, leaf: int | None = None, max_queries: int | None = None
+) -> store.Recent:
     """The post's history: the newest `want` live messages of the active path (or of the path ending at
     `leaf`), and the summary if it stands for the path's beginning. `recent` is the post's one Query
-    (its newest messages)."""
+    (its newest messages); `max_queries` bounds the Queries the walk may add to it."""
     conversation = conversation_of(recent.conversation)
     if leaf is None and conversation.active_leaf is None:
         return replace(recent, messages=live(recent.messages), page=recent.messages)
@@ -63,6 +65,7 @@ def active_history(recent: store.Recent, want: int, *, leaf: int | None = None) 
         known={m.seq: m for m in recent.messages},
         covered_from=recent.covered_from,
         want=want,
+        max_queries=max_queries,
     )
     summary: SummaryRecord | None = recent.summary
     pins = [int(entry.get("seq", 0)) for entry in conversation.pinned or []]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import random
 import re
 import time
@@ -35,13 +34,11 @@ _UNESCAPE_RE = re.compile(r"%(25|23)")
 _WORLD_PARTITION = re.compile(r"USER#[^#]+#WORLD#[A-Za-z0-9][A-Za-z0-9_.-]*#(DLG#.+|DIR|P#.+|WIT#.+)")
 
 
-@functools.lru_cache(maxsize=1024)
 def parse_conversation_pk(pk: str) -> tuple[str, str] | None:
     """(owner, conversation_id) of a conversation partition key, or None for any other key.
 
     Only a key that `conversation_pk` would build for a valid owner and id is accepted, so a record
-    of another kind of item (dialogues, idempotency records, ...) can never be taken for one. Cached:
-    every record a Query reads names the same partition.
+    of another kind of item (dialogues, idempotency records, ...) can never be taken for one.
     """
     found = _PK_RE.fullmatch(pk) if isinstance(pk, str) else None
     if found is None:
