@@ -12,6 +12,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
@@ -98,11 +99,13 @@ def read_recent(owner: str, conversation_id: str, messages: int, *, before_seq: 
     pk, _ = Conversation.key(owner, conversation_id)
     # The key condition stops the Query at the messages: turn-log events ("EVT#") sort below them.
     older = before_seq is not None
-    keys = TableItem.sk.between(MESSAGE_SK_PREFIX, message_sk(before_seq - 1)) if older else None
+    keys: Condition = TableItem.sk >= MESSAGE_SK_PREFIX
+    if before_seq is not None:
+        keys = TableItem.sk.between(MESSAGE_SK_PREFIX, message_sk(before_seq - 1))
     limit = messages if older else messages + 2
     raw = _query(
         pk,
-        range_key_condition=keys if older else TableItem.sk >= MESSAGE_SK_PREFIX,
+        range_key_condition=keys,
         scan_index_forward=False,
         limit=limit,
         consistent_read=True,
