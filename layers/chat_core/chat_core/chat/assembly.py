@@ -27,9 +27,10 @@ def read_history(
     """API-4: one Query for the conversation and the newest messages its window can use.
 
     Only a conversation whose own policy reaches past the default 10 messages, and that has that many,
-    costs a second Query (still independent of the conversation's length). A branched conversation's
-    history is its active path (API-18): one more Query per branch point the window reaches past;
-    `leaf` reads the path ending there instead (an edit or a regeneration continues from it).
+    costs a second Query (still independent of the conversation's length). A budget-only policy reads
+    what its budget can use, and one Query more only when that falls short (API-24). A branched
+    conversation's history is its active path (API-18): one more Query per branch point the window
+    reaches past; `leaf` reads the path ending there instead (an edit or a regeneration continues from it).
     """
     reach = first_reach(override) if override else history_reach(None)
     recent = store.read_recent(owner, conversation_id, reach)
@@ -56,7 +57,7 @@ def read_history(
 def _fill_budget(
     owner: str, conversation_id: str, recent: store.Recent, stored: Mapping[str, Any] | None
 ) -> store.Recent:
-    """API-4: a budget-only policy's first read sized by estimate (`first_reach`): when its messages
+    """API-24: a budget-only policy's first read sized by estimate (`first_reach`): when its messages
     fall short of the budget, one more Query reads the older ones, up to `history_reach` in all."""
     messages = recent.messages
     room = history_reach(stored) - len(messages)

@@ -12,7 +12,7 @@ from chat_core.store.records import MessageRecord
 
 #: The most messages a conversation's own window policy may ask for (each one a Query item to read).
 MAX_POLICY_MESSAGES = 200
-#: API-4: a budget-only policy (tokens or characters, no `max_messages`) first reads as many messages as
+#: API-24: a budget-only policy (tokens or characters, no `max_messages`) first reads as many messages as
 #: its budget would hold at this many tokens a message (4 characters a token), with a quarter more
 #: for a window recounted with another tokenizer; only a conversation of shorter messages reads again.
 READ_TOKENS_PER_MESSAGE = 20
@@ -78,7 +78,7 @@ def _budget(stored: Mapping[str, Any]) -> tuple[int | None, int | None]:
 
 
 def first_reach(stored: Mapping[str, Any] | None) -> int:
-    """API-4: how many newest messages the first read takes: `history_reach`, except that a budget-only
+    """API-24: how many newest messages the first read takes: `history_reach`, except that a budget-only
     policy reads what its budget would hold at READ_TOKENS_PER_MESSAGE (`short_of_budget` says when
     that fell short). Reads cost what the window can use: a 2,000-token window does not parse 200
     messages of a long conversation."""
