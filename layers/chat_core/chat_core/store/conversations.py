@@ -98,11 +98,10 @@ def read_recent(owner: str, conversation_id: str, messages: int, *, before_seq: 
     newest `messages` older than that seq only (no conversation item, no summary)."""
     pk, _ = Conversation.key(owner, conversation_id)
     # The key condition stops the Query at the messages: turn-log events ("EVT#") sort below them.
-    older = before_seq is not None
     keys: Condition = TableItem.sk >= MESSAGE_SK_PREFIX
     if before_seq is not None:
         keys = TableItem.sk.between(MESSAGE_SK_PREFIX, message_sk(before_seq - 1))
-    limit = messages if older else messages + 2
+    limit = messages if before_seq is not None else messages + 2
     raw = _query(
         pk,
         range_key_condition=keys,
@@ -113,13 +112,14 @@ def read_recent(owner: str, conversation_id: str, messages: int, *, before_seq: 
     conversation: ConversationRecord | None = None
     summary: SummaryRecord | None = None
     found: list[MessageRecord] = []
-    for item in _items(raw):
-        if isinstance(item, Conversation):
+    for wire in raw.get("Items", []):
+        item = MessageRecord.from_wire(wire) or TableItem.from_raw_data(wire)
+        if isinstance(item, MessageRecord):
+            found.append(item)
+        elif isinstance(item, Conversation):
             conversation = ConversationRecord.of(item)
         elif isinstance(item, Summary):
             summary = SummaryRecord.of(item)
-        elif isinstance(item, Message):
-            found.append(MessageRecord.of(item))
     exhaustive = len(raw.get("Items", [])) < limit
     del found[messages:]
     found.reverse()

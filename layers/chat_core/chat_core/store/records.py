@@ -3,9 +3,13 @@ numbers read back as floats or Decimals; they are converted here, once)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from chat_core.store.items import Conversation, Message, Summary, UsageMap
 from chat_core.store.keys import META_SK, conversation_pk, listing_sk, message_sk, owner_pk
@@ -157,6 +161,21 @@ class MessageRecord:
         return message_sk(self.seq)
 
     @classmethod
+    def from_wire(cls, raw: Mapping[str, Any]) -> MessageRecord | None:
+        """The record of a message item as a Query or BatchGetItem answers it (DynamoDB's JSON), each
+        attribute read by its own PynamoDB attribute but with no model object in between: the hot read
+        (a window's 125 messages) spent more on building those objects than on the records. None when
+        `raw` is another kind of item."""
+        if (raw.get(_TYPE_ATTRIBUTE) or {}).get("S") != _MESSAGE_TYPE:
+            return None
+        values = dict(_MESSAGE_DEFAULTS)
+        for wire_name, found in raw.items():
+            reader = _MESSAGE_READERS.get(wire_name)
+            if reader is not None and "NULL" not in found:
+                values[reader[0]] = reader[1](found)
+        return cls.of(cast(Message, _Attributes(values)))
+
+    @classmethod
     def of(cls, item: Message) -> MessageRecord:
         return cls(
             owner=_owner_of(item.pk),
@@ -202,6 +221,49 @@ class MessageRecord:
 
 
 _MESSAGE_FIELDS = [f for f in fields(MessageRecord) if f.name not in {"owner", "conversation_id", "seq"}]
+#: (python name, name on the wire, attribute) of every attribute a message item may hold.
+_TYPE_ATTRIBUTE = Message.item_type.attr_name
+_MESSAGE_TYPE = Message.item_type.get_discriminator(Message)
+#: The value of each attribute an item leaves out (a message's defaults are plain values: status, tokens).
+_MESSAGE_DEFAULTS = {name: a.default for name, a in Message.get_attributes().items()}
+
+
+def _usage(found: Mapping[str, Any]) -> _Attributes:
+    """A usage map's numbers, as `MessageUsage.of` reads them (an absent one is None)."""
+    fields_ = found.get("M") or {}
+    return _Attributes(
+        {
+            key: json.loads(fields_[key]["N"]) if "N" in (fields_.get(key) or {}) else None
+            for key in ("prompt_tokens", "completion_tokens", "total_tokens")
+        }
+    )
+
+
+def _reader(attribute: Any) -> Any:
+    """How one attribute's wire value is read: strings and numbers directly (as PynamoDB reads them),
+    anything else by the attribute itself."""
+    if type(attribute) is UnicodeAttribute:
+        return lambda found: found["S"]
+    if type(attribute) is NumberAttribute:
+        return lambda found: json.loads(found["N"])
+    if type(attribute) is UsageMap:
+        return _usage
+    return lambda found: attribute.deserialize(attribute.get_value(found))
+
+
+_MESSAGE_READERS = {a.attr_name: (name, _reader(a)) for name, a in Message.get_attributes().items()}
+
+
+class _Attributes:
+    """A message item's values by attribute name, read as `MessageRecord.of` reads an item."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values[name]
 
 
 @dataclass(frozen=True)
