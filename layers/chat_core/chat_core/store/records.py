@@ -221,7 +221,7 @@ class MessageRecord:
 
 
 _MESSAGE_FIELDS = [f for f in fields(MessageRecord) if f.name not in {"owner", "conversation_id", "seq"}]
-#: (python name, name on the wire, attribute) of every attribute a message item may hold.
+#: The discriminator of a message item on the wire: its attribute and value.
 _TYPE_ATTRIBUTE = Message.item_type.attr_name
 _MESSAGE_TYPE = Message.item_type.get_discriminator(Message)
 #: The value of each attribute an item leaves out (a message's defaults are plain values: status, tokens).
@@ -251,6 +251,7 @@ def _reader(attribute: Any) -> Any:
     return lambda found: attribute.deserialize(attribute.get_value(found))
 
 
+#: Name on the wire -> (python name, reader) of every attribute a message item may hold.
 _MESSAGE_READERS = {a.attr_name: (name, _reader(a)) for name, a in Message.get_attributes().items()}
 
 
