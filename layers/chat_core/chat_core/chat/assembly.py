@@ -38,15 +38,14 @@ def read_history(
     if conversation is None or conversation.is_deleted:
         raise not_found(conversation_id)
     stored = override or conversation.window_policy
-    linear = conversation.active_leaf is None and leaf is None
-    if not linear:
+    wanted = first_reach(stored)
+    if conversation.active_leaf is not None or leaf is not None:
         # API-24 on a path: what the read holds, when it covers the budget; else the walk reads on.
-        if first_reach(stored) < history_reach(stored):
-            walked = paths.active_history(recent, first_reach(stored), leaf=leaf, max_queries=0)
+        if wanted < history_reach(stored):
+            walked = paths.active_history(recent, wanted, leaf=leaf, max_queries=0)
             if not short_of_budget(stored, walked.messages):
                 return walked
         return paths.active_history(recent, history_reach(stored), leaf=leaf)
-    wanted = first_reach(stored)
     if wanted > reach and not recent.exhaustive:
         recent = store.read_recent(owner, conversation_id, wanted)
         if recent.conversation is None or recent.conversation.is_deleted:
