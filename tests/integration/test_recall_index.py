@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import botocore.client
 import pytest
 from chat_core.engine import recall
 from chat_core.store import recall_index
@@ -86,6 +88,39 @@ def test_the_window_recalls_an_old_message_and_marks_it(chat_service: None) -> N
     plain = api.window(cid, "what is my cat called?", window_policy={"max_messages": 10})
     assert "recall" not in plain.body["stats"]
     assert all(e["state"] != "recalled" for e in plain.body["inspect"]["entries"])
+
+
+def test_recalled_messages_left_unprocessed_by_dynamodb_are_asked_again(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MEM-4: recalled messages a BatchGetItem leaves unprocessed (throttling) are asked again, not lost."""
+    # Given the cat's conversation, and a DynamoDB that answers none of the first BatchGetItem's keys
+    stream = TableStream(TABLE)
+    cid = long_conversation(stream, 15, policy={"recall": True})
+    recall_index.clear_cache()
+    original: Callable[..., Any] = botocore.client.BaseClient._make_api_call
+    asked: list[int] = []
+
+    def throttled_once(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        if operation != "BatchGetItem":
+            return original(self, operation, params)
+        ((table, request),) = params["RequestItems"].items()
+        if not all(key["sk"]["S"].startswith("MSG#") for key in request["Keys"]):
+            return original(self, operation, params)  # the index's segments
+        asked.append(len(request["Keys"]))
+        if len(asked) > 1:
+            return original(self, operation, params)
+        return {"Responses": {table: []}, "UnprocessedKeys": {table: request}}
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", throttled_once)
+    # When the window of a question about the cat is built
+    answer = api.window(cid, "what is my cat called?")
+    # Then the keys were asked again and the first message is still recalled
+    assert answer.status == 200, answer.body
+    assert len(asked) == 2
+    assert asked[0] == asked[1] >= 1
+    entries = {e["seq"]: e for e in answer.body["inspect"]["entries"]}
+    assert entries[1]["state"] == "recalled"
 
 
 def test_a_deleted_message_is_never_recalled(chat_service: None) -> None:
