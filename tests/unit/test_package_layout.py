@@ -38,7 +38,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 #: The domain packages: they take commands built at the edge and records handed up by the store.
 DOMAIN = {"chat", "dialogue"}
 #: What the domain never imports besides `http`: the store's PynamoDB item classes stay in `store`.
-DOMAIN_MAY_NOT_IMPORT = {"store.items"}
+DOMAIN_MAY_NOT_IMPORT = {"store.items", "store.dialogue_items"}
 #: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.
 #: (`chat.recording` caps and records what the model answered, so it knows the model client's records.)
 MODEL_CALLERS = {"chat.post", "chat.answer", "chat.recording", "chat.summaries", "chat.facts"}
@@ -216,8 +216,8 @@ def test_chat_core_has_no_import_cycle() -> None:
 
 def test_the_domain_knows_neither_the_edge_nor_the_items() -> None:
     """Architecture (README): `chat` and `dialogue` take plain commands and get frozen records: they
-    import nothing of `http` (its request models) and no PynamoDB item of `store.items`, not even for
-    types."""
+    import nothing of `http` (its request models) and no PynamoDB item of `store.items` or
+    `store.dialogue_items`, not even for types."""
     # Given the domain packages' imports, those for types only included
     graph = _graph()
     # When the imports of the edge or of the item classes are listed

@@ -38,7 +38,7 @@ from pynamodb.transactions import TransactWrite
 from chat_core.errors import Conflict, DialogueNotFound, InvalidInput
 from chat_core.store.base import bind, connection, store_error
 from chat_core.store.directory import count_in_world
-from chat_core.store.items import (
+from chat_core.store.dialogue_items import (
     DialogueEntryItem,
     DialogueMetaItem,
     EntryIdGuardItem,

@@ -22,7 +22,7 @@ from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import Conflict, WorldDeleted
 from chat_core.store.base import TableItem, bind, store_error
-from chat_core.store.items import WorldDialogueItem, WorldItem
+from chat_core.store.dialogue_items import WorldDialogueItem, WorldItem
 
 _MAP_ATTEMPTS = 5
 

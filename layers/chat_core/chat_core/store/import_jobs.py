@@ -20,7 +20,7 @@ from chat_core.errors import StoreUnavailable
 from chat_core.runtime import for_settings
 from chat_core.settings import Settings, get_settings
 from chat_core.store.base import TableItem, bind, store_error
-from chat_core.store.items import ImportJobItem, WorldDialogueItem
+from chat_core.store.dialogue_items import ImportJobItem, WorldDialogueItem
 
 #: The runtime's SQS client (`enqueue`).
 SQS_CLIENT: Final = "store.import_jobs.sqs"

@@ -24,7 +24,7 @@ from chat_core.store.dialogues import (
     witness_item,
 )
 from chat_core.store.directory import count_in_world
-from chat_core.store.items import (
+from chat_core.store.dialogue_items import (
     DialogueEntryItem,
     DialogueMetaItem,
     EntryIdGuardItem,
