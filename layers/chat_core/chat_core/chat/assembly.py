@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chat_core.chat import memory, paths, recall_across, summary_window
+from chat_core.chat import memory, paths, recall_across, recall_hybrid, summary_window
 from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
@@ -14,6 +14,7 @@ from chat_core.chat.policy import count_message, first_reach, history_reach, sho
 from chat_core.chat.recall_window import Recalled, recall_messages, recall_option
 from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
 from chat_core.engine import tokens
+from chat_core.engine.costs import Charge
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
@@ -155,6 +156,9 @@ class AssembledWindow:
     recalled: tuple[Recalled, ...] = ()
     #: MEM-13: the block of the caller's other conversations (recall's scope "all").
     across: Mapping[str, Any] | None = None
+    #: MEM-50: model calls the window made (the current message's embedding), not charged yet: a post's
+    #: reply carries them, the window route charges them itself.
+    charges: tuple[Charge, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,7 @@ def assemble_window(
         usable, tail = usable[:cut], usable[cut:]
         policy = _room_for_tail(policy, tail)
     recalled: list[Recalled] = []
+    charge: Charge | None = None
     across: dict[str, Any] | None = None
     option = recall_option(stored_policy)
     if option is not None and recall_from is not None and current is not None:
@@ -259,7 +264,7 @@ def assemble_window(
         if user is not None:
             sent_seqs.add(user.seq)
         query = message_text(current)
-        recalled = recall_messages(
+        recalled, charge = recall_messages(
             recall_from.owner,
             conversation,
             history,
@@ -293,6 +298,7 @@ def assemble_window(
         facts,
         tuple(recalled),
         across,
+        (charge,) if charge is not None else (),
     )
 
 
@@ -324,6 +330,7 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
         generation=generation,
         recall_from=RecallSource(owner, recent.read),
     )
+    recall_hybrid.charge_now(owner, assembled.charges)  # no reply carries them: charged here
     window = assembled.result
     inspected = inspect_window(
         conversation, recent.messages, recent.summary, window, model, generation, recalled=assembled.recalled

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -273,6 +274,8 @@ def _post(
         settings,
     )
     assistant, reported, local = reply_message(owner, turn, window.prompt_tokens, completion, failure)
+    if window.charges:  # MEM-50: the window's own model calls ride on the reply to the owner's usage
+        assistant = replace(assistant, charges=[c.to_json() for c in window.charges])
     assistant = response_settings.attach(recording.fit_item(assistant), request.answer_settings)
     # COST-2: a reply the model gave is priced (from its usage, else from the local count); an error
     # reply cost nothing.

@@ -7,8 +7,10 @@ candidates are:
   with the current message (they cost no read: they are at hand),
 within one BatchGetItem's 100 keys (a vector for each, a message for those not at hand: 50 candidates
 at least). That BatchGetItem replaces the one plain recall makes for its messages, so recall stays
-within 3 DynamoDB reads; the current message is embedded with one provider call, charged to the
-owner's usage with one UpdateItem. Their scores are the reciprocal rank fusion of the BM25 and the
+within 3 DynamoDB reads; the current message is embedded with one provider call, whose charge the
+answer carries (`Hybrid.charge`): a post stores it on its reply, which the table's stream adds to the
+owner's usage (no write of its own); the window route, which stores nothing, charges it with one
+UpdateItem (`charge_now`). Their scores are the reciprocal rank fusion of the BM25 and the
 cosine rankings (`engine.recall.vectors`).
 
 What this finds that BM25 alone does not: among the candidates, a paraphrase BM25 ranks low (few shared
@@ -28,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from chat_core.chat import prices
+from chat_core.engine.costs import Charge
 from chat_core.engine.recall import vectors
 from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.llm import embeddings
@@ -53,12 +56,14 @@ MAX_QUERY_CHARS: Final = 8000
 @dataclass(frozen=True)
 class Hybrid:
     """The fused score of each candidate, the messages fetched (not at hand) and the stored token counts
-    of the candidates; `embedded` counts the candidates that had a vector."""
+    of the candidates; `embedded` counts the candidates that had a vector; `charge`: the current
+    message's embedding, not charged yet (MEM-50)."""
 
     scores: dict[int, float]
     messages: dict[int, MessageRecord]
     tokens: dict[int, int]
     embedded: int
+    charge: Charge
 
 
 def plan_candidates(
@@ -121,9 +126,15 @@ def hybrid_scores(
         metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
         logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
         return None
-    _charge(owner, answer.model, answer.prompt_tokens, answer.usage_reported, settings)
+    charge = prices.charge(
+        answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
+    )
     pk = conversation_pk(owner, conversation_id)
-    messages, stored = store.candidates_for(pk, seqs, have=set(at_hand))
+    try:
+        messages, stored = store.candidates_for(pk, seqs, have=set(at_hand))
+    except StoreUnavailable:
+        charge_now(owner, [charge])  # the call was made: charged even though the request fails
+        raise
     wanted = vectors.normalise(answer.vectors[0])
     semantic: dict[int, float] = {}
     for seq in seqs:
@@ -140,13 +151,15 @@ def hybrid_scores(
     found = {s: lexical[s] for s in seqs if s in lexical}
     fused = vectors.fuse(found, semantic)
     counts = {s: m.tokens for s, m in messages.items()} | {s: at_hand[s].tokens for s in seqs if s in at_hand}
-    return Hybrid({s: fused[s] for s in seqs if s in fused}, messages, counts, len(semantic))
+    return Hybrid({s: fused[s] for s in seqs if s in fused}, messages, counts, len(semantic), charge)
 
 
-def _charge(owner: str, model: str, used: int, reported: bool, settings: Settings) -> None:
-    """The query embedding's charge to the owner's usage; a store failure is logged (the post goes on)."""
-    charge = prices.charge(model, used, 0, estimated=not reported, settings=settings)
-    try:
-        store.charge_query(owner, (datetime.now(UTC).strftime("%Y-%m-%d"), charge))
-    except StoreUnavailable as exc:
-        logger.warning("a query embedding's charge was not recorded", error=exc.message)
+def charge_now(owner: str, charges: Sequence[Charge]) -> None:
+    """Query embeddings no reply carries (the window route's) charged to the owner's usage of the day,
+    one UpdateItem each; a store failure is logged (the answer goes on)."""
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    for charge in charges:
+        try:
+            store.charge_query(owner, (day, charge))
+        except StoreUnavailable as exc:
+            logger.warning("a query embedding's charge was not recorded", error=exc.message)

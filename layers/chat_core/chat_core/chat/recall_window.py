@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 
 from chat_core.chat import recall_hybrid
 from chat_core.engine import recall
+from chat_core.engine.costs import Charge
 from chat_core.engine.recall import Doc, Segment
 from chat_core.engine.recall.segments import ROLE_MASK, ROLE_TOOL, TOOL_CALL
 from chat_core.store import recall_index as store
@@ -189,13 +190,13 @@ def recall_messages(
     budget: int,
     *,
     semantic: bool = False,
-) -> list[Recalled]:
+) -> tuple[list[Recalled], Charge | None]:
     """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (with
     `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall_hybrid`), oldest first in the
-    answer."""
+    answer; with the current message's embedding's charge when one was made (not charged yet)."""
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
-        return []
+        return [], None
     index = load_index(owner, conversation.conversation_id)
     at_hand = {m.seq: m for m in history}
     off_path = {m.seq for m in read if m.seq not in at_hand}
@@ -218,6 +219,7 @@ def recall_messages(
         scores.update(texts)
         tokens.update({m.seq: m.tokens for m in fresh})
     ahead: dict[int, MessageRecord] | None = None
+    charge: Charge | None = None
     if semantic:
 
         def expand(seq: int) -> list[int] | None:
@@ -228,7 +230,7 @@ def recall_messages(
             owner, conversation.conversation_id, query, scores, at_hand, left, expand
         )
         if found is not None:
-            scores, ahead = found.scores, found.messages
+            scores, ahead, charge = found.scores, found.messages, found.charge
             tokens.update(found.tokens)
     units: list[Unit] = []
     taken: set[int] = set()
@@ -266,4 +268,4 @@ def recall_messages(
         room -= cost
         chosen.extend(Recalled(r, scores.get(r.seq, unit.score)) for r in whole)
     chosen.sort(key=lambda r: r.message.seq)
-    return chosen
+    return chosen, charge

@@ -182,7 +182,7 @@ def close_failed_turn(
     """
     why = getattr(cause, "code", None) or type(cause).__name__
     fallback = error_reply(conversation, reply.seq, UNSTORED_REPLY.format(cause=why), model=reply.model)
-    fallback = replace(fallback, parent_seq=reply.parent_seq)
+    fallback = replace(fallback, parent_seq=reply.parent_seq, charges=reply.charges)
     state = TurnState.from_json(turn)
     recorder = TurnRecorder.resume(state) if state is not None else None
     events = _closing_events(conversation, recorder, fallback, "fallback")

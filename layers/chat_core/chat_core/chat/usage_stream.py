@@ -1,8 +1,9 @@
 """COST-3: the owners' usage of each day, added up from the table's stream instead of on the post path.
 
 Every priced message (a reply, an appended answer with its usage: `cost_status` set) is an INSERT on the
-table's stream; the summarizer's event source mapping already receives exactly those records. For each
-(owner, day, model) of a batch, one GetItem and one UpdateItem add the records the day item does not
+table's stream, and so is a reply carrying its turn's other calls (`charges`, MEM-50: the current
+message's embedding); the summarizer's event source mapping already receives exactly those records. For
+each (owner, day, model) of a batch, one GetItem and one UpdateItem add the records the day item does not
 hold yet (`store.ledger.add_streamed`: a per-shard watermark makes a redelivered record count once). So
 a post writes no usage item, one owner's concurrent posts never conflict over it, and the usage always
 equals the sum of the priced messages stored; GET /usage and the budget check see a reply once the
@@ -25,19 +26,24 @@ from chat_core.store import ledger
 NO_SHARD: Final = "unnamed-shard"
 
 
-def priced(record: Mapping[str, Any]) -> tuple[str, str, str, str, Charge] | None:
-    """(owner, day, model, sequence number, charge) of a record that stored a priced message, else None."""
+def priced(record: Mapping[str, Any]) -> list[tuple[str, str, str, str, Charge]]:
+    """(owner, day, model, sequence number, charge) of each model call a record that stored a priced
+    message carries: the reply's own, and the turn's other calls it carries (MEM-50: the current
+    message's embedding), all on the reply's day. Empty for any other record."""
     if record.get("eventName") != "INSERT":
-        return None
+        return []
     change = record.get("dynamodb") or {}
     message = ledger.message_of_image(change.get("NewImage"))
-    if message is None or message.role != "assistant" or message.cost_status is None:
-        return None
+    if message is None or message.role != "assistant":
+        return []
     number = str(change.get("SequenceNumber") or "")
     if not number.isdigit():
-        return None
-    charge = prices.charge_of(message)
-    return message.owner, ledger.reply_day(message), charge.model, number, charge
+        return []
+    charges = [Charge.from_json(c) for c in message.charges or [] if isinstance(c, Mapping)]
+    if message.cost_status is not None:
+        charges.insert(0, prices.charge_of(message))
+    day = ledger.reply_day(message)
+    return [(message.owner, day, charge.model, number, charge) for charge in charges if charge.model]
 
 
 def _shard_of(records: Sequence[Mapping[str, Any]], shard: str | None) -> str:
@@ -55,9 +61,7 @@ def record_usage(records: Sequence[Mapping[str, Any]], shard: str | None) -> int
     batch is retried, and what was added already is not added again."""
     groups: dict[tuple[str, str, str], list[tuple[str, Charge]]] = {}
     for record in records:
-        found = priced(record)
-        if found is not None:
-            owner, day, model, number, charge = found
+        for owner, day, model, number, charge in priced(record):
             groups.setdefault((owner, day, model), []).append((number, charge))
     now = time.time()
     added = 0

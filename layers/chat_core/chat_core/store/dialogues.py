@@ -37,7 +37,6 @@ from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import Conflict, DialogueNotFound, InvalidInput
 from chat_core.store.base import bind, connection, store_error
-from chat_core.store.directory import count_in_world
 from chat_core.store.dialogue_items import (
     DialogueEntryItem,
     DialogueMetaItem,
@@ -47,6 +46,7 @@ from chat_core.store.dialogue_items import (
     WitnessItem,
     WorldDialogueItem,
 )
+from chat_core.store.directory import count_in_world
 from chat_core.store.keys import entry_sk
 
 MAX_PARTICIPANTS: Final = 32  # one start writes 2 + 2n items; a transaction holds at most 100

@@ -167,6 +167,9 @@ class Message(TableItem, discriminator="message"):
     log = UnicodeAttribute(null=True)
     #: RSP-2: an answer's Responses settings as its create call answered them (chat.response_settings).
     settings = UnicodeAttribute(null=True)
+    #: MEM-50: a reply's turn's other model calls (the current message's embedding for semantic recall),
+    #: each an engine.costs.Charge's JSON; the table's stream adds them to the owner's usage with the reply.
+    charges = JSONAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:

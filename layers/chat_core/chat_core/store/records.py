@@ -151,6 +151,8 @@ class MessageRecord:
     #: The tokenizer `tokens` was counted with (None on messages written before it was recorded).
     tokens_encoding: str | None = None
     settings: str | None = None
+    #: MEM-50: the turn's other model calls, charged with the reply by the stream (Charge JSON each).
+    charges: list[dict[str, Any]] | None = None
 
     @property
     def pk(self) -> str:
@@ -210,6 +212,7 @@ class MessageRecord:
             log=item.log,
             tokens_encoding=item.tokens_encoding,
             settings=item.settings,
+            charges=item.charges,
         )
 
     def to_item(self) -> Message:

@@ -13,6 +13,15 @@ from pynamodb.transactions import TransactWrite
 
 from chat_core.errors import Conflict, DialogueNotFound, EntryNotFound
 from chat_core.store.base import TableItem, bind, connection
+from chat_core.store.dialogue_items import (
+    DialogueEntryItem,
+    DialogueMetaItem,
+    EntryIdGuardItem,
+    ParticipantDialogueItem,
+    WitnessItem,
+    WorldDialogueItem,
+    WorldItem,
+)
 from chat_core.store.dialogues import (
     DialogueRecord,
     EntryRecord,
@@ -24,15 +33,6 @@ from chat_core.store.dialogues import (
     witness_item,
 )
 from chat_core.store.directory import count_in_world
-from chat_core.store.dialogue_items import (
-    DialogueEntryItem,
-    DialogueMetaItem,
-    EntryIdGuardItem,
-    ParticipantDialogueItem,
-    WitnessItem,
-    WorldDialogueItem,
-    WorldItem,
-)
 from chat_core.store.keys import entry_sk
 from chat_core.store.partitions import delete_partition
 
