@@ -9,6 +9,7 @@ from chat_core.chat import history
 from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.schemas import AppendMessagesIn
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -23,3 +24,4 @@ def append_messages(conversation_id: str, body: AppendMessagesIn) -> Response[An
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

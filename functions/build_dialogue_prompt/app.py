@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from chat_core.dialogue.prompt import PromptBuildConfig, build_structured_prompt
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.dialogue_schemas import PromptIn
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -21,3 +22,4 @@ def build_dialogue_prompt(world_id: str, body: PromptIn) -> Response[Any]:
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

@@ -9,6 +9,7 @@ from chat_core.chat import assembly
 from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import BuildWindowIn
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -22,3 +23,4 @@ def build_window(conversation_id: str, body: BuildWindowIn) -> Response[Any]:
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from chat_core.http import openai
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.sink import StreamSink
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app(openai_errors=True)
@@ -34,6 +35,7 @@ def chat_completions(body: openai.ChatCompletionIn) -> Response[Any]:
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer
 
 
 #: The streaming entry (API-14): like `lambda_handler`, and the answer's chunks go to `emit` as they

@@ -12,6 +12,7 @@ from chat_core.chat import create
 from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import ConversationSettingsIn, CreateConversationIn
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -30,3 +31,4 @@ def conversation_for_key(key: str, body: ConversationSettingsIn | None = None) -
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

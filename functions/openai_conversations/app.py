@@ -19,6 +19,7 @@ from chat_core.http.openai_conversations import (
     create_conversation,
     update_metadata,
 )
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app(openai_errors=True)
@@ -72,3 +73,4 @@ def delete_item(conversation_id: str, item_id: str) -> Response[Any]:
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

@@ -11,6 +11,7 @@ from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.sink import StreamSink
 from chat_core.http.statuses import post_status
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -41,6 +42,7 @@ def post_message(body: PostMessageIn) -> Response[Any]:
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer
 
 
 #: The streaming entry (API-14): like `lambda_handler`, and the answer's chunks go to `emit` as they

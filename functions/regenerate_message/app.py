@@ -11,6 +11,7 @@ from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import RegenerateIn
 from chat_core.http.statuses import post_status
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -32,3 +33,4 @@ def regenerate_message(conversation_id: str, message_id: str, body: RegenerateIn
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

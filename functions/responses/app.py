@@ -13,6 +13,7 @@ from chat_core.http.api import build_app, caller, idempotency_key, json_response
 from chat_core.http.responses_api import ResponseCreateIn
 from chat_core.http.responses_turn import create_response
 from chat_core.http.sink import StreamSink
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app(openai_errors=True)
@@ -59,6 +60,7 @@ def input_items(
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer
 
 
 #: The streaming entry (RSP-5): like `lambda_handler`, and the answer's events go to `emit` as they

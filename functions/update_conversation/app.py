@@ -9,6 +9,7 @@ from chat_core.chat import update
 from chat_core.http import request_commands as commands
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.schemas import UpdateConversationIn
+from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 
 app = build_app()
@@ -21,3 +22,4 @@ def update_conversation(conversation_id: str, body: UpdateConversationIn) -> Res
 
 
 lambda_handler = http_entry(app)
+preload_tokenizer()  # PERF-2: under SnapStart, the snapshot holds LLM_MODEL's tokenizer

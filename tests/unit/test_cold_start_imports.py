@@ -180,3 +180,52 @@ def test_a_traced_first_call_patches_no_http_client_the_function_never_imports()
     outcome = json.loads(_run("list_conversations", _TRACED_INVOKE, str(REPO)))
     # Then the X-Ray SDK was loaded, and neither HTTP client
     assert outcome == {"status": 401, "loaded": ["aws_xray_sdk"]}
+
+
+_LOADED = """
+import json, sys
+import app
+from chat_core.engine.tokens import encodings
+print(json.dumps(sorted(encodings._loaded)))
+"""
+#: The functions that count tokens for their requests with the conversation's model (PERF-2).
+COUNTS_TOKENS = (
+    "append_messages",
+    "build_dialogue_prompt",
+    "build_window",
+    "chat_completions",
+    "create_conversation",
+    "edit_message",
+    "openai_conversations",
+    "post_message",
+    "regenerate_message",
+    "responses",
+    "update_conversation",
+)
+
+
+@pytest.mark.parametrize("function", COUNTS_TOKENS)
+def test_under_snapstart_a_counting_function_loads_its_models_tokenizer_at_init(function: str) -> None:
+    """PERF-2: a SnapStart init of a function that counts loads LLM_MODEL's tokenizer into the snapshot."""
+    # Given a fresh interpreter initialised by SnapStart, the deployment's model a Qwen one
+    env = {"AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start", "LLM_MODEL": "Qwen/Qwen3-32B"}
+    # When the handler module is imported
+    loaded = json.loads(_run(function, _LOADED, **env))
+    # Then the model's own tokenizer is loaded, and no other
+    assert loaded == ["qwen2"]
+
+
+def test_on_demand_and_in_other_functions_nothing_loads_at_init() -> None:
+    """PERF-1/PERF-2: an on-demand init loads no tokenizer; a SnapStart init of a function that never
+    counts does not import the counting code."""
+    # Given post_message on demand, and list_worlds under SnapStart
+    # When each handler module is imported
+    on_demand = json.loads(_run("post_message", _LOADED, LLM_MODEL="Qwen/Qwen3-32B"))
+    snapped = _run(
+        "list_worlds",
+        "import json, sys, app; print(json.dumps('chat_core.engine.tokens' in sys.modules))",
+        AWS_LAMBDA_INITIALIZATION_TYPE="snap-start",
+    )
+    # Then nothing is loaded
+    assert on_demand == []
+    assert json.loads(snapped) is False
