@@ -187,7 +187,10 @@ def _load_encoding(name: str, spec: _EncodingSpec) -> TokenEncoding:
     paused = gc.isenabled()
     gc.disable()
     try:
-        ranks = _packed_ranks(data) if spec.packing == "ranks" else _tiktoken_ranks(data)
+        try:
+            ranks = _packed_ranks(data) if spec.packing == "ranks" else _tiktoken_ranks(data)
+        except ValueError as exc:
+            raise TokenizerUnavailable(f"encoding file {path}: {exc}", encoding=name) from exc
         encoding_class = (
             _normalizing_encoding(tiktoken.Encoding, spec.normalize) if spec.normalize else tiktoken.Encoding
         )
@@ -207,8 +210,15 @@ _BUILDER: Final = {
 
 
 def _tiktoken_ranks(data: bytes) -> dict[bytes, int]:
+    # Only ever tiktoken's own file (its SHA-256 matched the one tiktoken expects), whose ranks run from
+    # 0 line by line: the rank column is checked at its two ends, not parsed line by line, which takes
+    # about a third off the load of o200k_base (test_tok3_encoding_equals_tiktokens_official_encoding).
     fields = data.split()
-    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+    tokens = fields[0::2]
+    if len(fields) != 2 * len(tokens) or fields[1] != b"0" or int(fields[-1]) != len(tokens) - 1:
+        raise ValueError("the ranks of a .tiktoken file must run from 0, one a line")
+    del fields
+    return dict(zip(map(binascii.a2b_base64, tokens), range(len(tokens)), strict=True))
 
 
 def _packed_ranks(data: bytes) -> dict[bytes, int]:
