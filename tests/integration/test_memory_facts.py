@@ -121,10 +121,18 @@ def test_the_window_carries_the_known_facts_block(facts_on: TableStream) -> None
     assert len(blocks) == 1
     assert "The user lives in Oslo" in blocks[0]["content"]
     assert window.body["stats"]["facts"]["included"] == 1
+    # And the inspector shows the block as a row of its own, kept, with its tokens (WIN-6)
+    rows = [e for e in window.body["inspect"]["entries"] if e.get("block")]
+    assert [(r["reason"], r["state"], r["block"]) for r in rows] == [
+        ("facts", "kept", {"kind": "facts", "items": 1})
+    ]
+    assert rows[0]["tokens"] == window.body["stats"]["facts"]["tokens"]
+    assert "Oslo" in rows[0]["preview"]
     # And without it, there is none
     plain = api.window(cid, "where do I live?")
     assert not [m for m in plain.body["messages"] if str(m.get("content", "")).startswith("Known facts")]
     assert "facts" not in plain.body["stats"]
+    assert not [e for e in plain.body["inspect"]["entries"] if e.get("block")]
 
 
 def test_extraction_is_off_by_default(chat_service: None) -> None:

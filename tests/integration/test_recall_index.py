@@ -277,6 +277,11 @@ def test_mem13_scope_all_brings_the_callers_other_conversations_and_nobody_elses
     across = answer.body["stats"]["recall"]["across"]
     assert across["tokens"] <= 300
     assert [e["conversation_id"] for e in across["entries"]] != [cid]
+    # And the inspector shows the block as a row of its own (WIN-6)
+    [row] = [e for e in answer.body["inspect"]["entries"] if e.get("block")]
+    assert row["reason"] == "across"
+    assert row["block"] == {"kind": "across", "items": len(across["entries"])}
+    assert row["tokens"] == across["tokens"]
     # And with the default scope nothing of the other conversations is sent
     own = api.window(
         cid, "where is my bike?", window_policy={"max_tokens": 2000, "recall": {"max_tokens": 600}}

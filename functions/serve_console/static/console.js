@@ -730,6 +730,8 @@ const REASONS = {
   orphan_tool_result: "a tool result whose call is not in the window (orphan_tool_result)",
   incomplete_tool_call: "a tool call whose results are not all there (incomplete_tool_call)",
   recall: "relevant to the message being sent, recalled from older history (MEM-8)",
+  facts: "the known facts about you, a labelled block within the budget (MEM-35)",
+  across: "relevant messages of your other conversations, a labelled block (MEM-13)",
 };
 
 function setInspecting(on) {
@@ -785,11 +787,11 @@ function renderInspector(window_) {
     const width = Math.max(1, Math.round((entry.tokens / most) * 100));
     return el(
       "li",
-      { class: `entry ${entry.state}`, "data-id": entry.message_id || "system", "data-state": entry.state },
+      { class: `entry ${entry.state}`, "data-id": entry.message_id || (entry.block ? entry.block.kind : "system"), "data-state": entry.state },
       el(
         "div",
         { class: "head" },
-        el("strong", { text: entry.seq ? `#${entry.seq} ${entry.role}` : entry.role }),
+        el("strong", { text: entry.seq ? `#${entry.seq} ${entry.role}` : entry.block ? `${entry.block.kind} block` : entry.role }),
         badges,
         el("span", { class: "hint", text: `${num(entry.tokens)} tokens` }),
         pin,

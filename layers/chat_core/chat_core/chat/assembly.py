@@ -333,7 +333,14 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
     recall_hybrid.charge_now(owner, assembled.charges)  # no reply carries them: charged here
     window = assembled.result
     inspected = inspect_window(
-        conversation, recent.messages, recent.summary, window, model, generation, recalled=assembled.recalled
+        conversation,
+        recent.messages,
+        recent.summary,
+        window,
+        model,
+        generation,
+        recalled=assembled.recalled,
+        blocks=(assembled.facts, assembled.across),
     )
     metrics.add_metric(name="WindowsBuilt", unit=MetricUnit.Count, value=1)
     stats = window.stats.to_dict()

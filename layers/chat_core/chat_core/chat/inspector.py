@@ -8,7 +8,7 @@ what `assembly.build_window` already has, so the inspector costs no extra Dynamo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from chat_core.chat import summary_window
@@ -116,9 +116,12 @@ def inspect_window(
     generation: TurnSettings,
     *,
     recalled: Sequence[Recalled] = (),
+    blocks: Sequence[Mapping[str, Any] | None] = (),
 ) -> dict[str, Any]:
     """Per message: `state` kept / dropped / summarised / failed / recalled; the summary (its text and
-    range) and the budget line.
+    range) and the budget line. The labelled system blocks the window carries (`blocks`: the known facts,
+    MEM-35; the caller's other conversations, MEM-13) are rows after the system prompt, `kept`, with the
+    reason `facts` or `across`.
 
     A message recall brought (MEM-8) is `recalled` with its BM25 `score` (or `dropped` with it, when
     the budget left it out), wherever it came from: the history read, or fetched by recall.
@@ -137,6 +140,16 @@ def inspect_window(
         entries.append(
             _row(None, 0, "system", tokens, "kept", reason, pinned=False, group=None, preview=preview)
         )
+    for block in blocks:
+        if block is None:
+            continue
+        kind = "facts" if "facts" in block else "across"
+        text = _preview({"content": block["content"]})
+        row = _row(
+            None, 0, "system", int(block["tokens"]), "kept", kind, pinned=False, group=None, preview=text
+        )
+        row["block"] = {"kind": kind, "items": len(block["facts" if kind == "facts" else "entries"])}
+        entries.append(row)
     seen = {m.message_id for m in history}
     for pin in sorted(conversation.pinned or [], key=lambda e: int(e.get("seq", 0))):
         if pin.get("message_id") in seen:
