@@ -328,6 +328,7 @@ class WindowOut(AnswerModel):
     settings: dict[str, Any]
     stats: dict[str, Any]
     #: WIN-6: `entries` (each stored message the window could use: tokens, state, reason, pinned,
-    #: tool_group, preview; and its facts and other-conversations blocks, `block`), `summary` (from_seq, to_seq, tokens, text, included) and `budget`
-    #: (context_length, reserve_tokens, token_budget, tokens_used).
+    #: tool_group, preview; and its facts and other-conversations blocks, `block`), `summary` (from_seq,
+    #: to_seq, tokens, text, included) and `budget` (context_length, reserve_tokens, token_budget,
+    #: tokens_used).
     inspect: dict[str, Any]
