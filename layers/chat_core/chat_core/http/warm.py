@@ -1,7 +1,7 @@
 """PERF-2: a function that counts tokens loads its deployment model's tokenizer at init when init is off
 the request path (SnapStart, provisioned concurrency).
 
-Encodings load on their first count (TOK-3): 150-470 ms of CPU for a 100k-200k-token vocabulary, paid by
+Encodings load on their first count (TOK-3): 150-400 ms of CPU for a 100k-200k-token vocabulary, paid by
 the first request that counts. Under SnapStart the init runs when a version is published and the
 snapshot keeps what it built, so loading the tokenizer of the deployment's model (LLM_MODEL) there takes
 that cost off the first request after every restore. On demand nothing loads at import (PERF-1): an
