@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
@@ -208,3 +209,33 @@ def store_error(exc: Exception, message: str = "the database is busy; retry the 
     if cause is None:
         return exc
     return StoreUnavailable(message, cause=cause)
+
+
+#: A BatchGetItem takes at most 100 keys; keys it leaves unprocessed (throttling) are asked again, at
+#: most this many times in all.
+BATCH_GET_KEYS: Final = 100
+BATCH_GET_ATTEMPTS: Final = 4
+
+
+def batch_get_wire(keys: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The items at (pk, sk) `keys` (at most BATCH_GET_KEYS), strongly consistent, as BatchGetItem answers
+    them (DynamoDB's JSON: `records.MessageRecord.from_wire` or `TableItem.from_raw_data` read them);
+    absent ones are left out. Keys DynamoDB leaves unprocessed are asked again, in the wire form it
+    gives them back in, after `contention_backoff`; StoreUnavailable when some are still left.
+    PynamoDB's and botocore's own errors propagate (callers map them with `store_error`)."""
+    bind()
+    table_connection = TableItem._get_connection()
+    table = table_connection.table_name
+    found: list[dict[str, Any]] = []
+    pending: list[Any] = [{"pk": pk, "sk": sk} for pk, sk in keys]
+    for attempt in range(BATCH_GET_ATTEMPTS):
+        if attempt:
+            time.sleep(contention_backoff(attempt))
+        answer = table_connection.batch_get_item(pending, consistent_read=True)
+        found.extend(answer.get("Responses", {}).get(table, []))
+        pending = answer.get("UnprocessedKeys", {}).get(table, {}).get("Keys") or []
+        if not pending:
+            return found
+    raise StoreUnavailable(
+        f"{len(pending)} item(s) still unprocessed; retry the request", cause="unprocessed"
+    )

@@ -14,8 +14,6 @@ never change) in a cache bounded in bytes.
 
 from __future__ import annotations
 
-import random
-import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,6 @@ from pynamodb.attributes import BinaryAttribute, JSONAttribute, NumberAttribute
 from pynamodb.exceptions import PutError, PynamoDBException
 
 from chat_core.engine.recall import Segment
-from chat_core.errors import StoreUnavailable
 from chat_core.runtime import for_settings
 from chat_core.settings import Settings
 from chat_core.store import base
@@ -41,10 +38,7 @@ TAIL_SK: Final = "IDX#~"
 #: Bytes of decoded segments a warm process keeps.
 CACHE_BYTES: Final = 32 * 1024 * 1024
 #: BatchGetItem takes at most 100 keys.
-BATCH_KEYS: Final = 100
-# Unprocessed keys of a BatchGetItem (throttling) are asked again, at most this many times in all.
-_BATCH_GET_ATTEMPTS: Final = 4
-_BATCH_GET_BACKOFF_S: Final = 0.025
+BATCH_KEYS: Final = base.BATCH_GET_KEYS
 
 
 class RecallTail(TableItem, discriminator="recall_tail"):
@@ -234,36 +228,13 @@ def messages_above(owner: str, conversation_id: str, watermark: int) -> tuple[li
 
 
 def get_messages(keys: Sequence[tuple[str, int]]) -> list[MessageRecord]:
-    """The messages at (pk, seq), by BatchGetItem (one call for up to 100); absent ones are left out."""
-    if not keys:
-        return []
-    base.bind()
-    connection = Message._get_connection()
-    table = connection.table_name
+    """The messages at (pk, seq), by BatchGetItem (one call for up to 100); absent ones are left out.
+    Records straight from the answer (MessageRecord.from_wire), as read_recent does."""
     out: list[MessageRecord] = []
     try:
         for start in range(0, len(keys), BATCH_KEYS):
-            # Records straight from the answer (MessageRecord.from_wire), as read_recent does; keys
-            # DynamoDB leaves unprocessed go again, in the wire form it gives them back in.
-            pending: list[Any] = [
-                {"pk": pk, "sk": message_sk(seq)} for pk, seq in keys[start : start + BATCH_KEYS]
-            ]
-            for attempt in range(_BATCH_GET_ATTEMPTS):
-                if attempt:  # full jitter, as for every retry of unprocessed keys
-                    time.sleep(random.uniform(0, _BATCH_GET_BACKOFF_S * 2**attempt))  # noqa: S311
-                answer = connection.batch_get_item(pending, consistent_read=True)
-                for wire in answer.get("Responses", {}).get(table, []):
-                    record = MessageRecord.from_wire(wire)
-                    if record is not None:
-                        out.append(record)
-                pending = answer.get("UnprocessedKeys", {}).get(table, {}).get("Keys") or []
-                if not pending:
-                    break
-            else:
-                raise StoreUnavailable(
-                    f"{len(pending)} recalled message(s) still unprocessed; retry the request",
-                    cause="unprocessed",
-                )
+            chunk = [(pk, message_sk(seq)) for pk, seq in keys[start : start + BATCH_KEYS]]
+            out.extend(r for r in map(MessageRecord.from_wire, base.batch_get_wire(chunk)) if r is not None)
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise _fail(exc) from exc
     return out

@@ -27,14 +27,13 @@ from chat_core.engine.costs import Charge
 from chat_core.store import base, ledger
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import _Cancelled, _transact, request_token
-from chat_core.store.items import Message
 from chat_core.store.keys import META_SK, conversation_pk, message_sk
 from chat_core.store.records import MessageRecord
 
 VECTOR_SK_PREFIX: Final = "EMB#"
 MARK_SK: Final = "EMB#~"
 #: BatchGetItem takes at most 100 keys: 50 candidates with their vectors and messages, more at hand.
-BATCH_KEYS: Final = 100
+BATCH_KEYS: Final = base.BATCH_GET_KEYS
 
 
 class RecallVector(TableItem, discriminator="recall_vector"):
@@ -149,15 +148,16 @@ def candidates_for(
     keys = [(pk, vector_sk(s)) for s in wanted] + [(pk, message_sk(s)) for s in wanted if s not in have]
     if not keys:
         return {}, {}
-    base.bind()
     messages: dict[int, MessageRecord] = {}
     vectors: dict[int, tuple[str | None, bytes]] = {}
     try:
-        for item in TableItem.batch_get(keys[:BATCH_KEYS], consistent_read=True):
-            if isinstance(item, Message):
-                record = MessageRecord.of(item)
+        for wire in base.batch_get_wire(keys[:BATCH_KEYS]):
+            record = MessageRecord.from_wire(wire)
+            if record is not None:
                 messages[record.seq] = record
-            elif isinstance(item, RecallVector):
+                continue
+            item = TableItem.from_raw_data(wire)
+            if isinstance(item, RecallVector):
                 vectors[int(item.sk[len(VECTOR_SK_PREFIX) :])] = (item.model, bytes(item.data))
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
