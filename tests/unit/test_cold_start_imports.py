@@ -10,8 +10,10 @@ regressing.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -158,6 +160,76 @@ def test_the_queue_ingestion_imports_no_pydantic() -> None:
     loaded = json.loads(_run("ingest_dialogue_entries", _LOADED, "pydantic,chat_core.http.dialogue_schemas"))
     # Then neither pydantic nor the request models were imported
     assert loaded == []
+
+
+#: Functions whose routes take nothing but path parameters: Powertools' validation has nothing to check.
+PATH_ONLY = (
+    "create_import",
+    "delete_conversation",
+    "delete_dialogue",
+    "delete_dialogue_entry",
+    "delete_message",
+    "delete_world",
+    "export_world",
+    "export_world_s3",
+    "get_import",
+    "list_models",
+    "list_saves",
+    "load_save",
+    "revert_load",
+    "start_import",
+)
+_PATH_ONLY_CALL = """
+import json, re, sys
+sys.path.insert(0, sys.argv[1])
+import app
+from tests.support import events
+from tests.support.lambda_context import LambdaContext
+at_import = "pydantic" in sys.modules
+method, rule = app.app.declared_routes[0]
+params = {name: "x1" for name in re.findall(r"<(\\w+)>", rule)}
+path = re.sub(r"<(\\w+)>", "x1", rule)
+route = re.sub(r"<(\\w+)>", r"{\\1}", rule)
+event = events.http_event(method, path, route=route, path_parameters=params, user=None, raw_body="{}")
+answer = app.lambda_handler(event, LambdaContext(function_name="path-only"))
+print(json.dumps({"at_import": at_import, "after_call": "pydantic" in sys.modules,
+                  "status": answer["statusCode"]}))
+"""
+
+
+@pytest.mark.parametrize("function", PATH_ONLY)
+def test_a_function_taking_path_parameters_only_never_loads_pydantic(function: str) -> None:
+    """PERF-1: validation is per route; a route of path parameters only never loads pydantic."""
+    # Given a function whose routes take path parameters only, imported in a fresh interpreter
+    # When it is invoked once without identity (a body sent anyway)
+    outcome = json.loads(_run(function, _PATH_ONLY_CALL, str(REPO), POWERTOOLS_TRACE_DISABLED="true"))
+    # Then it answered 401 and pydantic was loaded neither at init nor by the call
+    assert outcome == {"at_import": False, "after_call": False, "status": 401}
+
+
+def test_every_function_outside_the_path_only_list_takes_more_than_path_parameters() -> None:
+    """PERF-1: the list above is every function whose routes take path parameters only, no more, no less."""
+    # Given each HTTP function's route functions, read from their source
+    found = set()
+    for folder in FUNCTIONS.glob("*/app.py"):
+        tree = ast.parse(folder.read_text())
+        routes = [
+            (fn, dec.args[0].value)
+            for fn in tree.body
+            if isinstance(fn, ast.FunctionDef)
+            for dec in fn.decorator_list
+            if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr in VERBS
+        ]
+        # When a function's every route takes only its rule's <name> parameters
+        if routes and all(
+            {a.arg for a in fn.args.args} <= set(re.findall(r"<(\w+)>", rule)) for fn, rule in routes
+        ):
+            found.add(folder.parent.name)
+    # Then they are exactly the list the test above checks
+    assert found == set(PATH_ONLY)
+
+
+VERBS = frozenset({"get", "post", "put", "patch", "delete"})
 
 
 _TRACED_INVOKE = """

@@ -56,6 +56,9 @@ LAZY_ALLOWED = {
     # MEM-48: the embeddings provider's HTTP client, loaded only where semantic recall is on with a
     # provider (the window routes import `llm.embeddings`, and most deployments never turn it on).
     ("chat_core.llm.embeddings_http",),
+    # PERF-1: Powertools' validating middlewares (pydantic), built when the first route that takes a query,
+    # header or body parameter registers; a function whose routes take path parameters only never loads them.
+    ("aws_lambda_powertools.event_handler.middlewares.openapi_validation",),
 }
 #: MEM-48..51: semantic recall embeds messages on the stream and the current message on the window path.
 MODEL_CALLERS |= {"chat.recall_embedding", "chat.recall_hybrid"}
@@ -76,9 +79,6 @@ LONG_MODULES = {
     # The model client: one attempt loop (retries, time budget, failure records) for whole and streamed
     # answers; the stream's event reading and folding live in llm.streaming.
     "llm.client": 539,
-    # The HTTP edge every handler shares: the resolver (per-thread event), identity, direct invocation,
-    # body limits and the one mapping of every error to a response, in both shapes (ours and OpenAI's).
-    "http.api": 547,
     # The dialogue repository: ids, start-or-get, append, the participant index and the merged reads.
     "store.dialogues": 651,
 }

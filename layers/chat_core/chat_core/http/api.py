@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import base64
+import inspect
 import json
-import re
 import threading
-import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
@@ -30,6 +26,7 @@ from chat_core.errors import (
     Unauthorized,
 )
 from chat_core.http import limits
+from chat_core.http.direct_invocation import PLACEHOLDER, direct_event, direct_result
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
 from chat_core.http.statuses import status_for
 from chat_core.observability import logger
@@ -113,10 +110,15 @@ class ChatResolver(APIGatewayHttpResolver):
     invoke the function.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *, enable_validation: bool = False, **kwargs: Any) -> None:
         # Before Powertools' own __init__, which may touch the event properties below.
         self._resolving = threading.local()
-        super().__init__(*args, **kwargs)
+        # Validation is decided per route (PERF-1): Powertools' validating middlewares import pydantic, a
+        # third of a handler's cold start, and a route that takes nothing but path parameters (plain
+        # strings) has nothing for them to check. So they are built when the first route with a query,
+        # header or body parameter registers, at import as before, and never for the others.
+        super().__init__(enable_validation=False, **kwargs)
+        self._enable_validation = enable_validation  # what the OpenAPI document describes (422s)
         #: (METHOD, rule) of every route registered on this app, for direct invocation.
         self.declared_routes: list[tuple[str, str]] = []
 
@@ -143,7 +145,34 @@ class ChatResolver(APIGatewayHttpResolver):
     def route(self, rule: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         methods = (method,) if isinstance(method, str) else tuple(method)
         self.declared_routes.extend((str(m).upper(), rule) for m in methods)
-        return super().route(rule, method, *args, **kwargs)
+        register = super().route(rule, method, *args, **kwargs)
+
+        def register_validated_where_needed(func: Any) -> Any:
+            registered = register(func)
+            validated = self._enable_validation and not _path_parameters_only(func, rule)
+            if validated:
+                self._build_validation_middlewares()
+            for route in (*self._static_routes, *self._dynamic_routes):
+                if route.func is func and route.enable_validation is None:
+                    route.enable_validation = validated
+            return registered
+
+        return register_validated_where_needed
+
+    def _build_validation_middlewares(self) -> None:
+        if hasattr(self, "_request_validation_middleware"):
+            return
+        # What Powertools' __init__ builds under enable_validation=True, built once a route needs it.
+        from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+            OpenAPIRequestValidationMiddleware,
+            OpenAPIResponseValidationMiddleware,
+        )
+
+        self._request_validation_middleware = OpenAPIRequestValidationMiddleware()  # type: ignore[no-untyped-call]
+        self._response_validation_middleware = OpenAPIResponseValidationMiddleware(
+            validation_serializer=self._serializer,
+            has_response_validation_error=self._has_response_validation_error,
+        )
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if not isinstance(event, Mapping):
@@ -194,10 +223,13 @@ class ChatResolver(APIGatewayHttpResolver):
         return direct_result(self.resolve(event, context))
 
 
-# -- direct invocation -------------------------------------------------------------------------------------
+def _path_parameters_only(func: Any, rule: str) -> bool:
+    """True when every parameter of a route function is one of its rule's `<name>` path parameters."""
+    names = set(PLACEHOLDER.findall(rule))
+    return all(name in names for name in inspect.signature(func).parameters)
 
-_PLACEHOLDER = re.compile(r"<(\w+)>")
-_DIRECT_KEYS = frozenset({"user_id", "route", "path_parameters", "query", "headers", "body"})
+
+# -- direct invocation -------------------------------------------------------------------------------------
 
 
 SUPPORTED_EVENTS = (
@@ -243,142 +275,6 @@ def _owner_in(event: Mapping[str, Any]) -> str | None:
 def is_direct(event: Any) -> bool:
     """True for a payload that did not come through API Gateway (no `requestContext`)."""
     return isinstance(event, Mapping) and "requestContext" not in event
-
-
-def _route_key(method: str, rule: str) -> str:
-    return f"{method} {_PLACEHOLDER.sub(r'{\1}', rule)}"
-
-
-def _strings(payload: Mapping[str, Any], name: str) -> dict[str, str]:
-    value = payload.get(name)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str | int | float | bool) for k, v in value.items()
-    ):
-        raise InvalidInput(
-            f"{name} must be an object of strings (numbers and booleans are accepted)", field=name
-        )
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
-
-
-def _choose_route(payload: Mapping[str, Any], routes: list[tuple[str, str]]) -> tuple[str, str]:
-    wanted = payload.get("route")
-    if wanted is None:
-        if len(routes) == 1:
-            return routes[0]
-        # Several routes: the one whose path parameters the payload gives (e.g. `key` or `conversation_id`).
-        given = payload.get("path_parameters")
-        names = set(given) if isinstance(given, Mapping) else set()
-        fitting = [(m, r) for m, r in routes if set(_PLACEHOLDER.findall(r)) == names]
-        if len(fitting) == 1:
-            return fitting[0]
-        served = ", ".join(_route_key(m, r) for m, r in routes)
-        raise InvalidInput(
-            f"this function serves several routes ({served}); name one in `route`", field="route"
-        )
-    if isinstance(wanted, str):
-        for method, rule in routes:
-            if " ".join(wanted.split()) in (_route_key(method, rule), f"{method} {rule}"):
-                return method, rule
-    served = ", ".join(_route_key(m, r) for m, r in routes)
-    raise InvalidInput(f"route {wanted!r} is not served by this function (it serves {served})", field="route")
-
-
-def direct_event(
-    payload: Mapping[str, Any], routes: list[tuple[str, str]], context: Any = None
-) -> dict[str, Any]:
-    """The API Gateway HTTP API (v2) event a direct payload stands for, with `user_id` as the JWT `sub`.
-
-    Raises Unauthorized without a usable `user_id` and InvalidInput for anything else malformed, so a
-    bad payload gets the same one error shape as a bad HTTP request.
-    """
-    unknown = sorted(set(payload) - _DIRECT_KEYS)
-    if unknown:
-        raise InvalidInput(
-            f"unknown keys in the direct payload: {', '.join(unknown)} "
-            f"(expected {', '.join(sorted(_DIRECT_KEYS))})"
-        )
-    user_id = payload.get("user_id")
-    if not isinstance(user_id, str) or not is_valid_owner(user_id):
-        raise Unauthorized("direct invocation needs `user_id`: the caller's id, a non-blank string")
-    if not routes:
-        raise InvalidInput("this function has no route to invoke")
-    method, rule = _choose_route(payload, routes)
-    params = _strings(payload, "path_parameters")
-    missing = [name for name in _PLACEHOLDER.findall(rule) if not params.get(name)]
-    if missing:
-        raise InvalidInput(f"path_parameters needs {', '.join(missing)}", field="path_parameters")
-    path = _PLACEHOLDER.sub(lambda m: quote(params[m.group(1)], safe=""), rule)
-    query = _strings(payload, "query")
-    headers = {k.lower(): v for k, v in _strings(payload, "headers").items()}
-    body = payload.get("body")
-    text: str | None = None
-    if body is not None:
-        if isinstance(body, str):
-            text = body
-            try:
-                json.loads(body)
-                headers.setdefault("content-type", content_types.APPLICATION_JSON)
-            except ValueError:
-                headers.setdefault("content-type", "text/plain; charset=utf-8")
-        else:
-            text = json.dumps(body, ensure_ascii=False)
-            headers.setdefault("content-type", content_types.APPLICATION_JSON)
-    route_key = _route_key(method, rule)
-    request_id = getattr(context, "aws_request_id", None)
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": route_key,
-        "rawPath": path,
-        "rawQueryString": urlencode(query),
-        "headers": headers,
-        "requestContext": {
-            "accountId": "direct",
-            "apiId": "direct",
-            "domainName": "direct",
-            "domainPrefix": "direct",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "DIRECT",
-                "sourceIp": "0.0.0.0",  # noqa: S104 - a placeholder, nothing listens on it
-                "userAgent": "direct-invocation",
-            },
-            "requestId": request_id if isinstance(request_id, str) else str(uuid.uuid4()),
-            "routeKey": route_key,
-            "stage": "$default",
-            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime()),
-            "timeEpoch": int(time.time() * 1000),
-            "authorizer": {"jwt": {"claims": {"sub": user_id}, "scopes": None}},
-        },
-        "isBase64Encoded": False,
-    }
-    if query:
-        event["queryStringParameters"] = query
-    if params:
-        event["pathParameters"] = params
-    if text is not None:
-        event["body"] = text
-    return event
-
-
-def direct_result(response: Mapping[str, Any]) -> dict[str, Any]:
-    """A resolver response as a direct caller wants it: the body parsed (JSON, or JSONL as a list)."""
-    headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
-    raw = response.get("body") or ""
-    if response.get("isBase64Encoded") and isinstance(raw, str):
-        raw = base64.b64decode(raw).decode("utf-8", "replace")
-    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
-    body: Any = raw or None
-    try:
-        if raw and "json" in content_type and "ndjson" not in content_type:
-            body = json.loads(raw)
-        elif raw and "ndjson" in content_type:
-            body = [json.loads(line) for line in str(raw).splitlines() if line.strip()]
-    except ValueError:
-        body = raw
-    return {"statusCode": int(response.get("statusCode", 500)), "headers": headers, "body": body}
 
 
 def caller_or_none(app: APIGatewayHttpResolver) -> str | None:
