@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from chat_core.chat import usage
 from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.query import Query
 from chat_core.http.roles import is_admin
 from chat_core.observability import http_entry
 

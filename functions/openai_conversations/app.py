@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from chat_core.chat import responses
 from chat_core.http import responses_routes as routes
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
@@ -19,6 +18,7 @@ from chat_core.http.openai_conversations import (
     create_conversation,
     update_metadata,
 )
+from chat_core.http.query import Query
 from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry
 

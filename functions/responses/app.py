@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from chat_core.http import responses_routes as routes
 from chat_core.http.api import build_app, caller, idempotency_key, json_response
+from chat_core.http.query import Query
 from chat_core.http.responses_api import ResponseCreateIn
 from chat_core.http.responses_turn import create_response
 from chat_core.http.sink import StreamSink

@@ -162,8 +162,9 @@ def test_the_queue_ingestion_imports_no_pydantic() -> None:
     assert loaded == []
 
 
-#: Functions whose routes take nothing but path parameters: Powertools' validation has nothing to check.
-PATH_ONLY = (
+#: Functions whose routes take path parameters and `chat_core.http.query.Query` parameters only: no body,
+#: so nothing for Powertools' validation (pydantic) to check.
+WITHOUT_BODIES = (
     "create_import",
     "delete_conversation",
     "delete_dialogue",
@@ -172,14 +173,25 @@ PATH_ONLY = (
     "delete_world",
     "export_world",
     "export_world_s3",
+    "get_conversation",
+    "get_dialogue_history",
+    "get_events",
     "get_import",
+    "get_tree",
+    "get_usage",
+    "import_world",
+    "list_conversations",
+    "list_dialogues",
     "list_models",
     "list_saves",
+    "list_worlds",
     "load_save",
+    "memory_facts",
     "revert_load",
+    "search_memory",
     "start_import",
 )
-_PATH_ONLY_CALL = """
+_WITHOUT_BODY_CALL = """
 import json, re, sys
 sys.path.insert(0, sys.argv[1])
 import app
@@ -190,25 +202,26 @@ method, rule = app.app.declared_routes[0]
 params = {name: "x1" for name in re.findall(r"<(\\w+)>", rule)}
 path = re.sub(r"<(\\w+)>", "x1", rule)
 route = re.sub(r"<(\\w+)>", r"{\\1}", rule)
-event = events.http_event(method, path, route=route, path_parameters=params, user=None, raw_body="{}")
-answer = app.lambda_handler(event, LambdaContext(function_name="path-only"))
+event = events.http_event(method, path, route=route, path_parameters=params, query={"limit": "0"},
+                          user=None, raw_body="{}")
+answer = app.lambda_handler(event, LambdaContext(function_name="without-body"))
 print(json.dumps({"at_import": at_import, "after_call": "pydantic" in sys.modules,
                   "status": answer["statusCode"]}))
 """
 
 
-@pytest.mark.parametrize("function", PATH_ONLY)
-def test_a_function_taking_path_parameters_only_never_loads_pydantic(function: str) -> None:
-    """PERF-1: validation is per route; a route of path parameters only never loads pydantic."""
-    # Given a function whose routes take path parameters only, imported in a fresh interpreter
-    # When it is invoked once without identity (a body sent anyway)
-    outcome = json.loads(_run(function, _PATH_ONLY_CALL, str(REPO), POWERTOOLS_TRACE_DISABLED="true"))
+@pytest.mark.parametrize("function", WITHOUT_BODIES)
+def test_a_function_whose_routes_take_no_body_never_loads_pydantic(function: str) -> None:
+    """PERF-1: validation is per route; path and query parameters are read by hand, without pydantic."""
+    # Given a function whose routes take path and query parameters only, imported in a fresh interpreter
+    # When it is invoked once without identity (a bad limit and a body sent anyway)
+    outcome = json.loads(_run(function, _WITHOUT_BODY_CALL, str(REPO), POWERTOOLS_TRACE_DISABLED="true"))
     # Then it answered 401 and pydantic was loaded neither at init nor by the call
     assert outcome == {"at_import": False, "after_call": False, "status": 401}
 
 
-def test_every_function_outside_the_path_only_list_takes_more_than_path_parameters() -> None:
-    """PERF-1: the list above is every function whose routes take path parameters only, no more, no less."""
+def test_the_list_of_functions_without_bodies_is_every_such_function() -> None:
+    """PERF-1: the list above is every function whose routes take path and Query parameters only."""
     # Given each HTTP function's route functions, read from their source
     found = set()
     for folder in FUNCTIONS.glob("*/app.py"):
@@ -220,13 +233,18 @@ def test_every_function_outside_the_path_only_list_takes_more_than_path_paramete
             for dec in fn.decorator_list
             if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr in VERBS
         ]
-        # When a function's every route takes only its rule's <name> parameters
+        # When a function's every route takes only its rule's <name> parameters and Query parameters
         if routes and all(
-            {a.arg for a in fn.args.args} <= set(re.findall(r"<(\w+)>", rule)) for fn, rule in routes
+            all(
+                a.arg in re.findall(r"<(\w+)>", rule)
+                or (a.annotation is not None and "Query(" in ast.unparse(a.annotation))
+                for a in fn.args.args + fn.args.kwonlyargs
+            )
+            for fn, rule in routes
         ):
             found.add(folder.parent.name)
     # Then they are exactly the list the test above checks
-    assert found == set(PATH_ONLY)
+    assert found == set(WITHOUT_BODIES)
 
 
 VERBS = frozenset({"get", "post", "put", "patch", "delete"})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from chat_core.errors import (
     StoreUnavailable,
     Unauthorized,
 )
-from chat_core.http import limits
+from chat_core.http import limits, query
 from chat_core.http.direct_invocation import PLACEHOLDER, direct_event, direct_result
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
 from chat_core.http.statuses import status_for
@@ -114,9 +113,9 @@ class ChatResolver(APIGatewayHttpResolver):
         # Before Powertools' own __init__, which may touch the event properties below.
         self._resolving = threading.local()
         # Validation is decided per route (PERF-1): Powertools' validating middlewares import pydantic, a
-        # third of a handler's cold start, and a route that takes nothing but path parameters (plain
-        # strings) has nothing for them to check. So they are built when the first route with a query,
-        # header or body parameter registers, at import as before, and never for the others.
+        # third of a handler's cold start. A route whose inputs are path parameters (plain strings) and
+        # `chat_core.http.query.Query` parameters (read by hand) needs none; they are built when the first
+        # route with a body or another kind of parameter registers, at import as before.
         super().__init__(enable_validation=False, **kwargs)
         self._enable_validation = enable_validation  # what the OpenAPI document describes (422s)
         #: (METHOD, rule) of every route registered on this app, for direct invocation.
@@ -148,16 +147,23 @@ class ChatResolver(APIGatewayHttpResolver):
         register = super().route(rule, method, *args, **kwargs)
 
         def register_validated_where_needed(func: Any) -> Any:
-            registered = register(func)
-            validated = self._enable_validation and not _path_parameters_only(func, rule)
+            parameters = query.declared(func, set(PLACEHOLDER.findall(rule)))
+            target = func
+            if parameters:  # path and query parameters only: read here, without pydantic
+                target = query.with_query(func, parameters, self._query_string)
+            validated = self._enable_validation and parameters is None
             if validated:
                 self._build_validation_middlewares()
+            register(target)
             for route in (*self._static_routes, *self._dynamic_routes):
-                if route.func is func and route.enable_validation is None:
+                if route.func is target and route.enable_validation is None:
                     route.enable_validation = validated
-            return registered
+            return func
 
         return register_validated_where_needed
+
+    def _query_string(self) -> Mapping[str, str]:
+        return self.current_event.query_string_parameters or {}
 
     def _build_validation_middlewares(self) -> None:
         if hasattr(self, "_request_validation_middleware"):
@@ -221,12 +227,6 @@ class ChatResolver(APIGatewayHttpResolver):
             return {"statusCode": status_for(exc), "headers": {}, "body": error_body(exc.code, exc.message)}
         logger.info("direct invocation", route=event["routeKey"])
         return direct_result(self.resolve(event, context))
-
-
-def _path_parameters_only(func: Any, rule: str) -> bool:
-    """True when every parameter of a route function is one of its rule's `<name>` path parameters."""
-    names = set(PLACEHOLDER.findall(rule))
-    return all(name in names for name in inspect.signature(func).parameters)
 
 
 # -- direct invocation -------------------------------------------------------------------------------------

@@ -9,17 +9,22 @@ server serves the result at /openapi.json; nothing of it runs in a deployed func
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import re
+import typing
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from aws_lambda_powertools.event_handler.openapi.dependant import get_dependant
 from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
+from aws_lambda_powertools.event_handler.openapi.params import Query as PowertoolsQuery
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from chat_core.http.answers import ErrorOut
+from chat_core.http.query import Query
 from chat_core.http.route_answers import ERROR_TEXT, RETRY_AFTER, ROUTES, WRITE
 
 log = logging.getLogger(__name__)
@@ -62,10 +67,48 @@ def resolver_schema(app: Any) -> dict[str, Any] | None:
     """The OpenAPI schema a function's Powertools resolver writes of its routes (None: no resolver)."""
     if app is None or not hasattr(app, "get_openapi_schema"):
         return None
+    _document_query_parameters(app)
     schema = app.get_openapi_schema(title=TITLE)
     if hasattr(schema, "model_dump"):
         return dict(schema.model_dump(by_alias=True, exclude_none=True, mode="json"))
     return dict(schema)
+
+
+def _document_query_parameters(app: Any) -> None:
+    """Let Powertools describe the routes whose query parameters `chat_core.http.query` reads: each such
+    route's parameters as its own `Query` would declare them (the route itself is left as it is)."""
+    for route in (*getattr(app, "_static_routes", ()), *getattr(app, "_dynamic_routes", ())):
+        if getattr(route.func, "query_parameters", None) is None or route._dependant is not None:
+            continue
+        described = _with_powertools_queries(route.func.__wrapped__)
+        route._dependant = get_dependant(path=route.openapi_path, call=described, responses=route.responses)
+
+
+def _powertools_query(query: Query) -> Any:
+    """Powertools' own `Query` with the same constraints."""
+    return PowertoolsQuery(**{name: value for name, value in asdict(query).items() if value is not None})
+
+
+def _with_powertools_queries(func: Any) -> Any:
+    hints = typing.get_type_hints(func, include_extras=True)
+    parameters = []
+    for name, parameter in inspect.signature(func).parameters.items():
+        hint = hints.get(name, parameter.annotation)
+        if typing.get_origin(hint) is typing.Annotated:
+            base, *extras = typing.get_args(hint)
+            hint = typing.Annotated[
+                base, *(_powertools_query(e) if isinstance(e, Query) else e for e in extras)
+            ]
+        parameters.append(parameter.replace(annotation=hint))
+
+    def described(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    described.__name__ = func.__name__
+    described.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        parameters, return_annotation=hints.get("return", inspect.Signature.empty)
+    )
+    return described
 
 
 _SERVED_METHODS: Final = ("get", "post", "put", "patch", "delete", "head")
