@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
-from chat_core.chat import create, reads
+from chat_core.chat import conversation_keys, reads
 from chat_core.chat.paging import MAX_CURSOR_CHARS
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.http.query import Query
@@ -34,7 +34,7 @@ def get_conversation_by_key(
 ) -> Response[Any]:
     owner = caller(app)
     # The router matches the raw path: `key` arrives percent-encoded (`user%3A1`), as clients send it.
-    conversation_id = create.named_conversation_id(owner, unquote(key))
+    conversation_id = conversation_keys.named_conversation_id(owner, unquote(key))
     return json_response(200, reads.get_conversation(owner, conversation_id, limit=limit, cursor=cursor))
 
 

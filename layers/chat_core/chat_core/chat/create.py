@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat_core.chat import generation
+from chat_core.chat import conversation_keys, generation
 from chat_core.chat.commands import ConversationSettings, CreateConversation
 from chat_core.chat.policy import count_message
 from chat_core.chat.rules import now_iso
 from chat_core.chat.views import conversation_view
 from chat_core.engine import tokens, turnlog
 from chat_core.engine.turnlog import LogEvent
-from chat_core.errors import ConversationBusy, ConversationKeyTaken, ConversationNotFound, InvalidInput
+from chat_core.errors import ConversationBusy, ConversationKeyTaken
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
 from chat_core.store import names
-from chat_core.store.keys import MAX_CONVERSATION_KEY_CHARS, is_valid_conversation_key, new_id
+from chat_core.store.keys import new_id
 from chat_core.store.records import ConversationRecord
 
 TITLE_FROM_MESSAGE_CHARS = 80
@@ -117,35 +117,9 @@ def create_conversation(owner: str, request: CreateConversation) -> dict[str, An
 def conversation_for_key(owner: str, key: str, request: ConversationSettings) -> tuple[dict[str, Any], bool]:
     """PUT /conversation-keys/{key} (API-21): the caller's conversation named `key`, created with
     `request`'s settings when there is none (or it was deleted). The view, and whether it was created."""
-    check_key(key)
+    conversation_keys.check_key(key)
     conversation, created = _named(owner, key, request, take_live=True)
     return conversation_view(conversation), created
-
-
-def named_conversation_id(owner: str, key: str) -> str:
-    """The id of the caller's live conversation named `key` (404 when there is none)."""
-    check_key(key)
-    live = _live_named(owner, key)
-    if live is None:
-        raise ConversationNotFound(f"no conversation has the key {key!r}", key=key)
-    return live.conversation_id
-
-
-def check_key(key: str) -> None:
-    if not is_valid_conversation_key(key):
-        raise InvalidInput(
-            f"a conversation key is 1-{MAX_CONVERSATION_KEY_CHARS} characters: letters, digits and . _ : @ "
-            "+ = ~ - (no '/', '#' or spaces)",
-            field="key",
-        )
-
-
-def _live_named(owner: str, key: str) -> ConversationRecord | None:
-    named = names.find_name(owner, key)
-    if named is None:
-        return None
-    conversation = store.get_conversation(owner, named)
-    return conversation if conversation is not None and not conversation.is_deleted else None
 
 
 def _named(
