@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from chat_core.chat import history
+from chat_core.chat import message_removal
 from chat_core.http.api import build_app, caller, json_response
 from chat_core.observability import http_entry
 
@@ -15,7 +15,7 @@ app = build_app()
 
 @app.delete("/conversations/<conversation_id>/messages/<message_id>")
 def delete_message(conversation_id: str, message_id: str) -> Response[Any]:
-    return json_response(200, history.delete_message(caller(app), conversation_id, message_id))
+    return json_response(200, message_removal.delete_message(caller(app), conversation_id, message_id))
 
 
 lambda_handler = http_entry(app)

@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from chat_core.chat import attachments, paths, prices
+from chat_core.chat import attachments, prices
 from chat_core.chat.assembly import read_history
 from chat_core.chat.commands import AppendMessages
 from chat_core.chat.once import once
-from chat_core.chat.paths import find_target
 from chat_core.chat.policy import count_message, counted_with
 from chat_core.chat.rules import (
     check_content,
@@ -30,13 +29,13 @@ from chat_core.chat.rules import (
 from chat_core.chat.views import message_view
 from chat_core.engine import tool_pairing
 from chat_core.engine.costs import Charge
-from chat_core.engine.turnlog import TurnRecorder, TurnState
+from chat_core.engine.turnlog import TurnRecorder
 from chat_core.engine.window import OPENAI_KEYS
 from chat_core.errors import ConversationBusy, InvalidInput, PayloadTooLarge, ToolResultsPending
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
 from chat_core.store import conversations as store
-from chat_core.store import sizes, summary_item, tree
+from chat_core.store import sizes, tree
 from chat_core.store.base import contention_backoff
 from chat_core.store.keys import message_id_for
 from chat_core.store.ledger import reply_day
@@ -46,8 +45,6 @@ from chat_core.store.records import ConversationRecord, MessageRecord, MessageUs
 MAX_APPEND_BYTES: Final = 3 * 1024 * 1024
 #: API-22: the most a message's `metadata` may take, as compact JSON.
 MAX_METADATA_BYTES: Final = 64 * 1024
-#: Messages after a deleted tool call searched for its results (they follow it closely).
-RESULTS_SEARCH: Final = 100
 
 
 def _check_before_io(request: AppendMessages, settings: Settings) -> list[dict[str, Any]]:
@@ -267,79 +264,3 @@ def _append(
         metrics.add_metric(name="MessagesAppended", unit=MetricUnit.Count, value=len(messages))
         return messages
     raise ConversationBusy("too many concurrent posts to this conversation; retry the request")
-
-
-def delete_message(owner: str, conversation_id: str, message_id: str) -> dict[str, Any]:
-    """DELETE /conversations/{id}/messages/{message_id}: remove one message of the active path (with
-    the results of its tool calls); kept for audit, never listed or sent to the model again. 200 with
-    what was removed (nothing when it was removed already)."""
-    settings = get_settings()
-    for attempt in range(max(1, settings.post_attempts)):
-        conversation, target = find_target(owner, conversation_id, message_id)
-        if target.deleted_at is not None:
-            return {"conversation_id": conversation_id, "deleted": []}
-        path = _path_from(conversation, target.seq)
-        if path is not None and target.seq not in path:
-            raise InvalidInput(
-                f"message {message_id!r} is not on the active path; switch to its branch first",
-                field="message_id",
-            )
-        group = [target, *_results_of(owner, conversation, target, path)]
-        seqs = {m.seq for m in group}
-        pinned = [e for e in conversation.pinned or [] if int(e.get("seq", 0)) not in seqs]
-        changed_pins = len(pinned) != len(conversation.pinned or [])
-        summary = summary_item.get_summary(owner, conversation_id)
-        drop = summary.to_seq if summary is not None and summary.to_seq >= min(seqs) else None
-        state = TurnState.from_json(conversation.open_turn)
-        leave_turn = state is not None and state.call_seq is not None and int(state.call_seq) in seqs
-        turn = conversation.turn_count + 1
-        recorder = TurnRecorder.new(turn)
-        recorder.history_step("delete", meta={"messageIds": [m.message_id for m in group]})
-        now = now_iso()
-        try:
-            tree.mark_deleted(
-                conversation,
-                group,
-                now,
-                recorder.take_events(),
-                turn,
-                pinned=pinned if changed_pins else None,
-                drop_summary_to=drop,
-                leave_open_turn=leave_turn,
-            )
-        except store.SequenceConflict:
-            logger.info("delete raced a change", conversation_id=conversation_id, attempt=attempt + 1)
-            time.sleep(contention_backoff(attempt))
-            continue
-        metrics.add_metric(name="MessagesDeleted", unit=MetricUnit.Count, value=len(group))
-        return {
-            "conversation_id": conversation_id,
-            "deleted": [{**message_view(m), "deleted_at": now} for m in group],
-        }
-    raise ConversationBusy("too many concurrent changes to this conversation; retry the request")
-
-
-def _path_from(conversation: ConversationRecord, seq: int) -> set[int] | None:
-    """The seqs of the active path from `seq` on; None for a conversation that never branched (every
-    message is on its path)."""
-    if conversation.active_leaf is None:
-        return None
-    return {m.seq for m in paths.whole_path(conversation, until_seq=seq)}
-
-
-def _results_of(
-    owner: str, conversation: ConversationRecord, call: MessageRecord, path: set[int] | None
-) -> list[MessageRecord]:
-    """The live tool results on the active path that answer `call`'s tool calls."""
-    ids = {str(c.get("id")) for c in call.tool_calls or []}
-    if not ids:
-        return []
-    after = store.read_messages(owner, conversation.conversation_id, call.seq + 1, call.seq + RESULTS_SEARCH)
-    return [
-        m
-        for m in after
-        if m.role == "tool"
-        and m.tool_call_id in ids
-        and m.deleted_at is None
-        and (path is None or m.seq in path)
-    ]

@@ -20,7 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from chat_core.chat import assembly, delete, history, navigation, paths, reads, response_settings, retention
+from chat_core.chat import (
+    assembly,
+    delete,
+    history,
+    message_removal,
+    navigation,
+    paths,
+    reads,
+    response_settings,
+    retention,
+)
 from chat_core.chat.commands import AppendMessages, ConversationSettings
 from chat_core.chat.create import conversation_for_key, new_conversation, title_from
 from chat_core.chat.generation import turn_settings
@@ -389,7 +399,7 @@ def get_response(owner: str, value: str) -> StoredResponse:
 
 def delete_response(owner: str, value: str) -> None:
     conversation, answer = find_response(owner, value)
-    history.delete_message(owner, conversation.conversation_id, answer.message_id)
+    message_removal.delete_message(owner, conversation.conversation_id, answer.message_id)
 
 
 # --- conversations ----------------------------------------------------------------------------------
@@ -450,4 +460,4 @@ def append_items(
 def delete_item(owner: str, conversation_id: str, item_id: str) -> None:
     """An item's message is deleted (a call's answer with all its calls and their results)."""
     message, _ = find_item(owner, conversation_id, item_id)
-    history.delete_message(owner, conversation_id, message.message_id)
+    message_removal.delete_message(owner, conversation_id, message.message_id)
