@@ -341,7 +341,8 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 
 def build_app(*, openai_errors: bool = False) -> APIGatewayHttpResolver:
-    """A resolver with pydantic validation and every error mapped to one JSON shape in one place.
+    """A resolver validating each route's inputs (Powertools for bodies, `chat_core.http.query` for query
+    parameters) with every error mapped to one JSON shape in one place.
 
     With `openai_errors` (the /v1 routes, API-13) errors take OpenAI's shape
     `{"error": {"message", "type", "param", "code"}}` and bad input is 400, as OpenAI answers it.
