@@ -108,8 +108,13 @@ def test_a_route_with_a_body_or_an_unsupported_type_is_left_to_powertools() -> N
 
     def with_float(ratio: Annotated[float, Query()] = 0.5) -> None: ...
 
+    def with_both(body: dict[str, Any], limit: Annotated[int, Query(ge=1)] = 20) -> None: ...
+
     # When their parameters are read
-    # Then the first is not ours, and the second is refused when the route is declared
+    # Then the first is not ours; the second, and a route mixing a body with this module's Query (whose
+    # constraints Powertools would not see), are refused when the route is declared
     assert declared(with_body, {"conversation_id"}) is None
     with pytest.raises(TypeError, match="ratio"):
         declared(with_float, set())
+    with pytest.raises(TypeError, match="declare limit with Powertools' own Query"):
+        declared(with_both, set())

@@ -110,6 +110,7 @@ def _matches(pattern: str, text: str) -> bool:
 def declared(func: Callable[..., Any], path_names: set[str]) -> list[QueryParameter] | None:
     """The query parameters `func` declares with this module's `Query`, or None when any argument other than
     a path parameter is declared otherwise (a body model, Powertools' own `Query`): Powertools checks those.
+    A route mixing both is refused (TypeError): Powertools would not see this module's constraints.
     """
     signature = inspect.signature(func)
     try:
@@ -117,21 +118,28 @@ def declared(func: Callable[..., Any], path_names: set[str]) -> list[QueryParame
     except Exception:  # an annotation only Powertools resolves: it checks this route
         return None
     found: list[QueryParameter] = []
+    others: list[str] = []
     for name, parameter in signature.parameters.items():
         if name in path_names:
             continue
         hint = hints.get(name)
-        if typing.get_origin(hint) is not Annotated:
-            return None
-        base, *extras = typing.get_args(hint)
+        extras = typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ()
         query = next((extra for extra in extras if isinstance(extra, Query)), None)
         if query is None:
-            return None
-        kind, nullable = _kind(base, func, name)
+            others.append(name)
+            continue
+        kind, nullable = _kind(typing.get_args(hint)[0], func, name)
         required = parameter.default is inspect.Parameter.empty
         default = None if required else parameter.default
         found.append(QueryParameter(name, query.alias or name, kind, nullable, required, default, query))
-    return found
+    if not others:
+        return found
+    if found:
+        raise TypeError(
+            f"{func.__qualname__}: {', '.join(others)} need Powertools' validation, so declare "
+            f"{', '.join(p.name for p in found)} with Powertools' own Query on this route"
+        )
+    return None
 
 
 def _kind(base: Any, func: Callable[..., Any], name: str) -> tuple[Any, bool]:
