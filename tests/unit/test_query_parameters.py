@@ -56,6 +56,8 @@ CASES = [
     (_pair(bool), BOOLEANS),
     (_pair(Literal["asc", "desc"]), CHOICES),
     (_pair(Literal["restore", "merge"]), ["restore", "merge", "Restore", ""]),
+    (_pair(Literal["low", "medium", "high"]), ["low", "high", "Low", "max"]),
+    (_pair(Literal["only"] | None), ["only", "other"]),
 ]
 
 

@@ -59,7 +59,8 @@ class QueryParameter:
         if isinstance(self.kind, tuple):
             if raw in self.kind:
                 return raw
-            allowed = " or ".join(f"'{choice}'" for choice in self.kind)
+            quoted = [f"'{choice}'" for choice in self.kind]
+            allowed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
             return _problem(errors, loc, "literal_error", f"Input should be {allowed}", raw)
         if self.kind is bool:
             if raw.lower() in _TRUE or raw.lower() in _FALSE:
@@ -144,7 +145,7 @@ def declared(func: Callable[..., Any], path_names: set[str]) -> list[QueryParame
 
 def _kind(base: Any, func: Callable[..., Any], name: str) -> tuple[Any, bool]:
     arguments = typing.get_args(base)
-    nullable = isinstance(base, types.UnionType) and type(None) in arguments
+    nullable = typing.get_origin(base) in (typing.Union, types.UnionType) and type(None) in arguments
     if nullable:
         others = [argument for argument in arguments if argument is not type(None)]
         base = others[0] if len(others) == 1 else base
