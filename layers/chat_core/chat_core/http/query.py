@@ -47,8 +47,7 @@ class QueryParameter:
 
     name: str  # the route function's argument
     key: str  # the query string's name (the alias, if any)
-    kind: Any  # int, str, bool, or a tuple of the allowed literal strings
-    nullable: bool
+    kind: Any  # int, str, bool, or a tuple of the allowed literal strings (None is never read from a query)
     required: bool
     default: Any
     query: Query
@@ -63,8 +62,9 @@ class QueryParameter:
             allowed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
             return _problem(errors, loc, "literal_error", f"Input should be {allowed}", raw)
         if self.kind is bool:
-            if raw.lower() in _TRUE or raw.lower() in _FALSE:
-                return raw.lower() in _TRUE
+            lowered = raw.lower()
+            if lowered in _TRUE or lowered in _FALSE:
+                return lowered in _TRUE
             message = "Input should be a valid boolean, unable to interpret input"
             return _problem(errors, loc, "bool_parsing", message, raw)
         if self.kind is int:
@@ -129,10 +129,10 @@ def declared(func: Callable[..., Any], path_names: set[str]) -> list[QueryParame
         if query is None:
             others.append(name)
             continue
-        kind, nullable = _kind(typing.get_args(hint)[0], func, name)
+        kind = _kind(typing.get_args(hint)[0], func, name)
         required = parameter.default is inspect.Parameter.empty
         default = None if required else parameter.default
-        found.append(QueryParameter(name, query.alias or name, kind, nullable, required, default, query))
+        found.append(QueryParameter(name, query.alias or name, kind, required, default, query))
     if not others:
         return found
     if found:
@@ -143,17 +143,16 @@ def declared(func: Callable[..., Any], path_names: set[str]) -> list[QueryParame
     return None
 
 
-def _kind(base: Any, func: Callable[..., Any], name: str) -> tuple[Any, bool]:
+def _kind(base: Any, func: Callable[..., Any], name: str) -> Any:
     arguments = typing.get_args(base)
-    nullable = typing.get_origin(base) in (typing.Union, types.UnionType) and type(None) in arguments
-    if nullable:
+    if typing.get_origin(base) in (typing.Union, types.UnionType) and type(None) in arguments:
         others = [argument for argument in arguments if argument is not type(None)]
         base = others[0] if len(others) == 1 else base
     choices = typing.get_args(base)
     if typing.get_origin(base) is Literal and all(isinstance(choice, str) for choice in choices):
-        return tuple(choices), nullable
+        return tuple(choices)
     if base in (int, str, bool):
-        return base, nullable
+        return base
     allowed = "int, str, bool or a Literal of strings"
     raise TypeError(f"{func.__qualname__}({name}): a Query parameter is {allowed}, optionally | None")
 
