@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.dialogue.prompt import PromptBuildConfig, build_structured_prompt
-from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.api import Response, build_app, caller, json_response
 from chat_core.http.dialogue_schemas import PromptIn
 from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry

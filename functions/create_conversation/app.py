@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import create
 from chat_core.http import request_commands as commands
-from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.api import Response, build_app, caller, json_response
 from chat_core.http.schemas import ConversationSettingsIn, CreateConversationIn
 from chat_core.http.warm import preload_tokenizer
 from chat_core.observability import http_entry

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.dialogue import worlds
-from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.api import Response, build_app, caller, json_response
 from chat_core.observability import http_entry
 
 app = build_app()

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import branches
 from chat_core.http import request_commands as commands
-from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
+from chat_core.http.api import Response, build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import EditMessageIn
 from chat_core.http.statuses import post_status
 from chat_core.http.warm import preload_tokenizer

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.dialogue import entries
 from chat_core.dialogue.entries import labelled
 from chat_core.errors import InvalidInput
-from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.api import Response, build_app, caller, json_response
 from chat_core.http.query import Query
 from chat_core.observability import http_entry
 

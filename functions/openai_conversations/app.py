@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import responses
 from chat_core.http import responses_routes as routes
-from chat_core.http.api import build_app, caller, idempotency_key, json_response
+from chat_core.http.api import Response, build_app, caller, idempotency_key, json_response
 from chat_core.http.openai_conversations import (
     ConversationCreateIn,
     ConversationItemsIn,

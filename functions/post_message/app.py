@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import post
 from chat_core.http import request_commands as commands
-from chat_core.http.api import build_app, caller, idempotency_key, json_response, retry_after_header
+from chat_core.http.api import Response, build_app, caller, idempotency_key, json_response, retry_after_header
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.sink import StreamSink
 from chat_core.http.statuses import post_status

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
 from chat_core.chat import recall_search
-from chat_core.http.api import build_app, caller, json_response
+from chat_core.http.api import Response, build_app, caller, json_response
 from chat_core.http.query import Query
 from chat_core.observability import http_entry
 

@@ -35,7 +35,14 @@ CALLS_THE_MODEL = frozenset(
         "responses",
     }
 )
-WATCHED = ("aws_xray_sdk", "httpx", "tiktoken", "sentencepiece")
+#: Loaded only by the `__init__` of a package chat_core.lazy_packages defers: every resolver of Powertools'
+#: event handler (AppSync), its OpenAPI merge tool, every event class of its data classes.
+DEFERRED_INIT_MARKERS = (
+    "aws_lambda_powertools.event_handler.appsync",
+    "aws_lambda_powertools.event_handler.openapi.merge",
+    "aws_lambda_powertools.utilities.data_classes.code_pipeline_job_event",
+)
+WATCHED = ("aws_xray_sdk", "httpx", "tiktoken", "sentencepiece", *DEFERRED_INIT_MARKERS)
 
 _IMPORT = f"""
 import json, sys
@@ -106,11 +113,13 @@ def test_every_function_is_checked() -> None:
 
 @pytest.mark.parametrize("function", HANDLERS)
 def test_importing_a_handler_loads_no_tracing_sdk_tokenizer_or_unneeded_http_client(function: str) -> None:
-    """PERF-1: no aws_xray_sdk and no tiktoken at import; no httpx unless the function calls the model."""
+    """PERF-1: no aws_xray_sdk and no tiktoken at import; no httpx unless the function calls the model;
+    none of what the deferred Powertools packages' `__init__` would import (other resolvers, events)."""
     # Given a fresh interpreter set up like a Lambda with tracing on
     # When the handler module is imported
     loaded = set(json.loads(_run(function, _IMPORT)))
-    # Then the X-Ray SDK and tiktoken are not loaded, nor httpx where the model is never called
+    # Then the X-Ray SDK, tiktoken and the deferred packages' extras are not loaded, nor httpx where the
+    # model is never called
     allowed = {"httpx"} if function in CALLS_THE_MODEL else set()
     assert loaded - allowed == set(), f"{function} imports {sorted(loaded - allowed)} at init"
 

@@ -19,4 +19,8 @@ Packages, and what each may import (a test checks it):
 
 from __future__ import annotations
 
+from chat_core import lazy_packages
+
 __version__ = "0.1.0"
+
+lazy_packages.install()

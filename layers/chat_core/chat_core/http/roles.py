@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 
 from chat_core.settings import get_settings
 
