@@ -206,6 +206,7 @@ def test_building_a_runtime_opens_nothing_and_imports_nothing_heavy() -> None:
     assert {name for name in result["loaded"] if name.startswith("chat_core")} == {
         "chat_core",
         "chat_core.config",
+        "chat_core.lazy_packages",
         "chat_core.runtime",
     }
 
