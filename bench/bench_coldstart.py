@@ -39,7 +39,8 @@ PIECES = (
     ),
     (
         "aws_lambda_powertools.event_handler",
-        "Powertools event handler (routing, validation): every HTTP handler",
+        "Powertools event handler, the whole package (an HTTP handler loads its API Gateway resolver "
+        "alone: chat_core.lazy_packages)",
     ),
     ("pynamodb.models", "PynamoDB: every handler that touches the table"),
     (
