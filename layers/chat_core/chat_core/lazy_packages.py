@@ -104,7 +104,9 @@ class _FirstUse:
                 self.exports = submodule_exports(package)
         submodule = self.exports.get(attribute)
         if submodule:
-            return getattr(importlib.import_module(submodule), attribute)
+            value = getattr(importlib.import_module(submodule), attribute)
+            setattr(package, attribute, value)  # as the `__init__` binds it: found directly from now on
+            return value
         if importlib.util.find_spec(f"{name}.{attribute}") is not None:
             return importlib.import_module(f"{name}.{attribute}")  # `from package import submodule`
         with _lock:
