@@ -128,6 +128,7 @@ sys.stderr.flush()
 cpu_started, started = time.process_time(), time.perf_counter()
 __import__(sys.argv[1])
 elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+imported = list(sys.modules)  # what the import loaded, in order (before any first call)
 tokens = sys.modules.get("chat_core.engine.tokens")
 encodings = sys.modules.get("chat_core.engine.tokens.encodings")
 first_call_cpu = None
@@ -157,7 +158,7 @@ print(json.dumps({
     "seconds": elapsed,
     "cpu_seconds": cpu,
     "modules": len(sys.modules),
-    "module_names": list(sys.modules),
+    "module_names": imported,
     "tiktoken_imported": "tiktoken" in sys.modules,
     "encodings_loaded": sorted(getattr(encodings, "_loaded", {}) or {}) if encodings else [],
     "tokens_imported": tokens is not None,
