@@ -19,6 +19,7 @@ from chat_core.errors import BudgetExceeded
 from chat_core.settings import get_settings
 from chat_core.store import conversations as store
 
+from tests.reliability.faults import injected
 from tests.support import functions as api
 from tests.support import usage_feed
 from tests.support.openai_standin import OpenAIStandin
@@ -399,6 +400,146 @@ def test_without_budgets_a_post_reads_nothing_more_and_with_budgets_one_query(
     # Then the calls are as stated
     assert without == Counter({"Query": 1, "TransactWriteItems": 2})
     assert dynamo_calls == Counter({"Query": 2, "TransactWriteItems": 2})
+
+
+#: A stand-in answer of 18 tokens (10 prompt + 8 completion): at gpt-4o's prices 10 x 2.5 + 8 x 10 = 105
+#: micro-dollars.
+SMALL: dict[str, Any] = {
+    **CANNED,
+    "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18},
+}
+SMALL_MICROS = 105
+
+
+def test_the_first_post_after_a_reply_reached_the_budget_is_refused_at_once(
+    standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COST-4: with budgets on, a reply counts toward the budget in the write that stores it: the next
+    post, however soon, is refused (429, model not asked, nothing stored) and GET /usage shows the reply
+    at once, while the table's stream has delivered nothing; the stream adds it no second time."""
+    # Given a daily budget of 30 tokens, a model answering 18 tokens per call, and a stream that is behind
+    _env(monkeypatch, BUDGET_DAILY_TOKENS="30")
+    standin_llm.set_mode("canned", canned=SMALL)
+    with usage_feed.held():
+        # When the user posts as fast as replies come: 18 tokens, then 36 (the second started under 30)
+        first = api.post("one")
+        conversation_id = first.body["conversation_id"]
+        assert first.status == 201, first.body
+        assert api.post("two", conversation_id).status == 201
+        seen = api.usage().body
+        asked = len(standin_llm.completion_requests)
+        before = _stored_state(conversation_id)
+        listed = len(api.listing().body["items"])
+        refused = api.post("three", conversation_id)
+        fresh = api.post("a new conversation")
+        # Then GET /usage right after the second reply held both
+        assert (seen["totals"]["calls"], seen["totals"]["total_tokens"]) == (2, 36)
+        assert seen["totals"]["cost"]["micros"] == 2 * SMALL_MICROS
+        assert [(m["model"], m["calls"]) for m in seen["models"]] == [("gpt-4o", 2)]
+        assert seen["budget"]["over"] is True
+        # And the next posts are refused before the model is asked, with nothing stored
+        for answer in (refused, fresh):
+            assert (answer.status, answer.error_code) == (429, "budget_exceeded"), answer.body
+            assert "daily tokens budget reached: 36 of 30 tokens" in answer.body["error"]["message"]
+        assert len(standin_llm.completion_requests) == asked
+        assert _stored_state(conversation_id) == before
+        assert len(api.listing().body["items"]) == listed
+    # And once the stream delivers, the replies are still counted once
+    usage_feed.deliver()
+    totals = api.usage().body["totals"]
+    assert (totals["calls"], totals["total_tokens"], totals["cost"]["micros"]) == (2, 36, 2 * SMALL_MICROS)
+
+
+def test_an_appended_answer_counts_toward_the_budget_at_once(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COST-4: with budgets on, an answer appended with its usage (API-19) counts in the append's own
+    transaction: the next post is refused at once, and the stream adds nothing more."""
+    # Given a daily budget of 1000 tokens and a stream that is behind
+    _env(monkeypatch, BUDGET_DAILY_TOKENS="1000")
+    conversation_id = api.create().body["conversation_id"]
+    with usage_feed.held():
+        # When an answer of 1100 tokens is appended, then a post follows
+        usage = {"prompt_tokens": 1000, "completion_tokens": 100}
+        appended = api.append(
+            conversation_id,
+            [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "a", "model": "gpt-4o", "usage": usage},
+            ],
+        )
+        assert appended.status == 201, appended.body
+        refused = api.post("more", conversation_id)
+        # Then the post is refused, and the usage holds the answer
+        assert (refused.status, refused.error_code) == (429, "budget_exceeded"), refused.body
+        assert api.usage().body["totals"]["total_tokens"] == 1100
+    usage_feed.deliver()
+    assert api.usage().body["totals"]["calls"] == 1
+
+
+def test_one_users_concurrent_posts_to_different_conversations_all_land_with_budgets_on(
+    standin_llm: OpenAIStandin, serialized_moto: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COST-4: with budgets on, 8 concurrent posts of one user to 8 conversations all succeed; each
+    reply is counted once, spread over the day's shard items, and the stream adds none again."""
+    # Given budgets on (a budget far away) and a stream that is behind
+    _env(monkeypatch, BUDGET_DAILY_TOKENS="10000000")
+    standin_llm.set_mode("canned", canned=SMALL)
+    start = threading.Barrier(8)
+
+    def post(n: int) -> int:
+        start.wait()
+        return api.post(f"conversation {n}").status
+
+    with usage_feed.held():
+        # When 8 posts open 8 conversations at once
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = list(pool.map(post, range(8)))
+        # Then all of them land, and the usage holds each reply once
+        assert statuses == [201] * 8
+        totals = api.usage().body["totals"]
+        assert (totals["calls"], totals["total_tokens"]) == (8, 8 * 18)
+    usage_feed.deliver()
+    assert api.usage().body["totals"]["calls"] == 8
+    # And the posts counted in shard items of the day, not the stream's item
+    shards = [i["sk"]["S"] for i in _day_items("alice")]
+    assert shards
+    assert all(sk.count("#") == 3 for sk in shards), shards
+    assert sum(int(i["calls"]["N"]) for i in _day_items("alice")) == 8
+
+
+def test_a_count_meeting_another_transaction_moves_to_another_shard(
+    standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COST-4: a reply whose usage shard meets another transaction (TransactionConflict) is written
+    again on the next shard: it lands, counted once."""
+    _env(monkeypatch, BUDGET_DAILY_TOKENS="10000000")
+    standin_llm.set_mode("canned", canned=SMALL)
+    conversation_id = api.post("first").body["conversation_id"]
+    with injected(monkeypatch) as faults, usage_feed.held():
+        # Given the next reply's first write conflicting on its usage shard
+        faults.fail("TransactWriteItems", "TransactionCanceled:TransactionConflict", times=1, when="#USAGE")
+        # When a message is posted
+        answer = api.post("second", conversation_id)
+        # Then it is stored and counted once, in a shard other than the first one tried
+        assert answer.status == 201, answer.body
+        assert faults.injected["TransactWriteItems"] == 1
+        assert api.usage().body["totals"]["calls"] == 2
+    usage_feed.deliver()
+    assert api.usage().body["totals"]["calls"] == 2
+    assert len(_day_items("alice")) == 2
+
+
+def test_without_budgets_the_post_counts_nothing_and_the_stream_counts_it(
+    standin_llm: OpenAIStandin,
+) -> None:
+    """COST-3: with budgets off the post writes no usage item; the stream adds the reply when it comes."""
+    standin_llm.set_mode("canned", canned=SMALL)
+    with usage_feed.held():
+        assert api.post("one").status == 201
+        assert api.usage().body["totals"]["calls"] == 0
+    assert api.usage().body["totals"]["calls"] == 1
+    assert [i["sk"]["S"].count("#") for i in _day_items("alice")] == [2]
 
 
 # -- prices changed without a code change -----------------------------------------------------------------

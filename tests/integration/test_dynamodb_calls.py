@@ -9,6 +9,7 @@ import botocore.session
 import pytest
 
 from tests.support import functions as api
+from tests.support import usage_feed
 from tests.support.agent_api import turn_log
 from tests.support.runtime import renew
 
@@ -70,6 +71,56 @@ def test_idempotent_post_adds_only_its_record_calls(chat_service: None, dynamo_c
     assert api.post("keyed", conversation_id, idempotency_key="flat-1").status == 201
     # Then the turn's calls are unchanged plus the idempotency record's PutItem and UpdateItem
     assert dynamo_calls == Counter({"Query": 1, "TransactWriteItems": 2, "PutItem": 1, "UpdateItem": 1})
+
+
+def _transact_items(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
+    """The items of every TransactWriteItems made from now on, one list per call."""
+    seen: list[list[dict[str, Any]]] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def recording(self: Any, operation_name: str, api_params: Any) -> Any:
+        if operation_name == "TransactWriteItems":
+            seen.append(list(api_params["TransactItems"]))
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    return seen
+
+
+def _usage_updates(call: list[dict[str, Any]]) -> list[str]:
+    keys = [next(iter(item.values()))["Key"] for item in call if "Update" in item]
+    return [key["sk"]["S"] for key in keys if key["pk"]["S"].endswith("#USAGE")]
+
+
+def test_budgets_add_one_query_and_one_update_in_the_replys_transaction(
+    chat_service: None, dynamo_calls: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COST-4: with budgets on a post makes one Query more (the check) and its TransactWrite #2 one
+    Update more (the reply's usage, in a shard of the day); the number of calls stays 1 + 1 Query and
+    2 TransactWriteItems. With budgets off the transactions hold no usage item."""
+    # Given a conversation, and every transaction's items recorded
+    conversation_id = _conversation_with(10)
+    written = _transact_items(monkeypatch)
+    # When a post is made without budgets, then with them
+    dynamo_calls.clear()
+    assert api.post("off", conversation_id).status == 201
+    without, off_items = Counter(dynamo_calls), list(written)
+    monkeypatch.setenv("BUDGETS_ENABLED", "true")
+    renew()
+    usage_feed.deliver()  # the stream consumer's calls are not the post's (COST-3)
+    dynamo_calls.clear()
+    written.clear()
+    assert api.post("on", conversation_id).status == 201
+    # Then budgets add one Query and, in the reply's transaction, one update of a usage shard
+    assert without == Counter({"Query": 1, "TransactWriteItems": 2})
+    assert dynamo_calls == Counter({"Query": 2, "TransactWriteItems": 2})
+    assert [_usage_updates(call) for call in off_items] == [[], []]
+    [first, second] = [_usage_updates(call) for call in written]
+    assert first == []
+    assert len(second) == 1
+    assert second[0].startswith("DAY#")
+    assert second[0].count("#") == 3
+    assert len(written[1]) == len(off_items[1]) + 1
 
 
 def test_a_process_opens_one_dynamodb_client_for_every_kind_of_item(

@@ -75,3 +75,14 @@ _installed = _Installed()
 def deliver() -> int:
     """Deliver what the stream holds now to the usage items (tests that read the items themselves)."""
     return _installed.feed.drain() if _installed.feed is not None else 0
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """A stream that is behind: nothing is delivered inside the block (see `UsageFeed.hold`)."""
+    feed = _installed.feed
+    if feed is None:
+        yield
+        return
+    with feed.hold():
+        yield

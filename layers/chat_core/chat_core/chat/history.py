@@ -158,7 +158,8 @@ _DETAIL_KEYS: Final = ("prompt_tokens_details", "completion_tokens_details")
 
 def _charges(messages: Sequence[MessageRecord]) -> list[tuple[str, Charge]]:
     """COST-2: what appended answers with a reported usage cost, for the conversation's totals (the
-    owner's usage of the day adds them from the table's stream, COST-3)."""
+    owner's usage of the day adds them from the table's stream, COST-3, or with budgets on the append's
+    own transaction, COST-4)."""
     return [
         (reply_day(m), prices.charge_of(m))
         for m in messages
@@ -256,6 +257,7 @@ def _append(
                 tree=shape,
                 added=_usage_added(messages),
                 charges=_charges(messages),
+                count_usage=settings.budgets_on,
             )
         except store.SequenceConflict:
             logger.info("append raced a post", conversation_id=conversation_id, attempt=attempt + 1)

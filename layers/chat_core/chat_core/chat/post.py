@@ -297,6 +297,8 @@ def _post(
             open_turn=open_turn,
             deadline=store_deadline(context),
             charge=charge,
+            # COST-4: with budgets on, the reply counts toward them in the write that stores it.
+            count_usage=settings.budgets_on,
         )
     except (StoreUnavailable, store.ReplySlotTaken) as exc:
         # The user message is stored already: end the turn as an error rather than leave it open, and

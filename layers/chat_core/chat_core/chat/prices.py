@@ -21,6 +21,7 @@ from chat_core.errors import InvalidInput
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.runtime import current, for_settings
 from chat_core.settings import Settings, get_settings
+from chat_core.store import ledger
 from chat_core.store.records import MessageRecord
 
 #: The runtime's SSM provider of the price parameter (it caches the value for PRICES_CACHE_SECONDS).
@@ -94,14 +95,6 @@ def charge(
     return costs.charge_for(model, use, price_table(settings), estimated=estimated)
 
 
-def _use_of(message: MessageRecord, estimated: bool) -> TokenUse:
-    counted = message.local_usage if estimated else message.usage
-    if counted is None:
-        return TokenUse()
-    details = None if estimated or not isinstance(message.extras, dict) else message.extras
-    return TokenUse.from_usage(counted.prompt_tokens, counted.completion_tokens, details)
-
-
 def cost_message(
     message: MessageRecord, *, estimated: bool, settings: Settings | None = None
 ) -> tuple[MessageRecord, Charge]:
@@ -109,12 +102,14 @@ def cost_message(
     `cost_status`) and the charge, from its reported usage and breakdowns, or (`estimated`) from its
     local count."""
     found = costs.charge_for(
-        str(message.model or ""), _use_of(message, estimated), price_table(settings), estimated=estimated
+        str(message.model or ""),
+        ledger.use_of(message, estimated),
+        price_table(settings),
+        estimated=estimated,
     )
     return replace(message, cost_micros=found.cost_micros, cost_status=found.status), found
 
 
 def charge_of(message: MessageRecord) -> Charge:
     """The charge recorded on a priced message (`cost_message` ran on it)."""
-    use = _use_of(message, message.cost_status == costs.ESTIMATED)
-    return Charge(str(message.model or ""), use, message.cost_micros, message.cost_status or costs.UNKNOWN)
+    return ledger.charge_of(message)

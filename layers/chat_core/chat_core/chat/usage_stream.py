@@ -5,9 +5,11 @@ table's stream, and so is a reply carrying its turn's other calls (`charges`, ME
 message's embedding); the summarizer's event source mapping already receives exactly those records. For
 each (owner, day, model) of a batch, one GetItem and one UpdateItem add the records the day item does not
 hold yet (`store.ledger.add_streamed`: a per-shard watermark makes a redelivered record count once). So
-a post writes no usage item, one owner's concurrent posts never conflict over it, and the usage always
-equals the sum of the priced messages stored; GET /usage and the budget check see a reply once the
-stream delivered it (usually within a second or two).
+with budgets off a post writes no usage item, one owner's concurrent posts never conflict over it, and
+the usage always equals the sum of the priced messages stored; GET /usage sees a reply once the stream
+delivered it (usually within a second or two). With budgets on (COST-4) the post counts its own reply in
+the transaction that stores it and marks it `counted`: the stream leaves such a message out, so each
+message is counted by exactly one of the two.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from chat_core.chat import prices
 from chat_core.engine.costs import Charge
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.store import ledger
@@ -29,21 +30,19 @@ NO_SHARD: Final = "unnamed-shard"
 def priced(record: Mapping[str, Any]) -> list[tuple[str, str, str, str, Charge]]:
     """(owner, day, model, sequence number, charge) of each model call a record that stored a priced
     message carries: the reply's own, and the turn's other calls it carries (MEM-50: the current
-    message's embedding), all on the reply's day. Empty for any other record."""
+    message's embedding), all on the reply's day. Empty for any other record, and for a message the
+    transaction that stored it counted already (`counted`, budgets on)."""
     if record.get("eventName") != "INSERT":
         return []
     change = record.get("dynamodb") or {}
     message = ledger.message_of_image(change.get("NewImage"))
-    if message is None or message.role != "assistant":
-        return []
+    if message is None or message.counted:
+        return []  # COST-4: counted by the transaction that stored it
     number = str(change.get("SequenceNumber") or "")
     if not number.isdigit():
         return []
-    charges = [Charge.from_json(c) for c in message.charges or [] if isinstance(c, Mapping)]
-    if message.cost_status is not None:
-        charges.insert(0, prices.charge_of(message))
     day = ledger.reply_day(message)
-    return [(message.owner, day, charge.model, number, charge) for charge in charges if charge.model]
+    return [(message.owner, day, charge.model, number, charge) for charge in ledger.charges_of(message)]
 
 
 def _shard_of(records: Sequence[Mapping[str, Any]], shard: str | None) -> str:

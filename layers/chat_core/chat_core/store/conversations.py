@@ -19,7 +19,7 @@ from pynamodb.transactions import TransactWrite
 from chat_core.engine.costs import Charge
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound, StoreUnavailable
-from chat_core.store import base, ledger, turn_log
+from chat_core.store import base, ledger, totals, turn_log
 from chat_core.store.base import TableItem
 from chat_core.store.items import BranchLink, Conversation, EventItem, Message, Summary
 from chat_core.store.keys import MESSAGE_SK_PREFIX, listing_sk, message_sk, owner_pk, seq_in_message_id
@@ -407,72 +407,6 @@ def create_conversation(
         raise SequenceConflict("fresh conversation id already taken") from exc
 
 
-def _totals_actions(
-    reported: Sequence[int], local: Sequence[int], charges: Sequence[tuple[str, Charge]] = ()
-) -> list[Any]:
-    actions = [
-        Conversation.prompt_tokens.add(int(reported[0])),
-        Conversation.completion_tokens.add(int(reported[1])),
-        Conversation.total_tokens.add(int(reported[2])),
-        Conversation.local_prompt_tokens.add(int(local[0])),
-        Conversation.local_completion_tokens.add(int(local[1])),
-    ]
-    if charges:
-        # COST-2: the conversation's cost moves with its token totals, in the same update.
-        known = sum(c.cost_micros for _, c in charges if c.cost_micros is not None)
-        actions.append(Conversation.cost_micros.add(known))
-        actions.append(Conversation.unpriced_calls.add(sum(1 for _, c in charges if c.cost_micros is None)))
-    return actions
-
-
-#: Pending totals of a reply stored on its own: `cost` is its charge, owed to the conversation's totals
-#: only (the table's stream adds it to the owner's usage, COST-3); `charge`, written before usage came
-#: from the stream, is owed to the owner's usage items as well.
-_COST, _UNBILLED = "cost", "charge"
-
-
-def _pending_sums(
-    replies: Sequence[MessageRecord],
-) -> tuple[list[int], list[int], list[tuple[str, Charge]], list[tuple[str, Charge]]]:
-    """The reported and local usage and the charges that replies stored on their own still owe the
-    conversation's totals, and the charges of those the owner's usage items still lack."""
-    reported, local = [0, 0, 0], [0, 0]
-    charges: list[tuple[str, Charge]] = []
-    unbilled: list[tuple[str, Charge]] = []
-    for reply in replies:
-        pending = reply.pending_totals or {}
-        for i, value in enumerate(pending.get("reported") or (0, 0, 0)):
-            reported[i] += int(value)
-        for i, value in enumerate(pending.get("local") or (0, 0)):
-            local[i] += int(value)
-        for name in (_COST, _UNBILLED):
-            if isinstance(pending.get(name), Mapping):
-                charge = (ledger.reply_day(reply), Charge.from_json(pending[name]))
-                charges.append(charge)
-                if name == _UNBILLED:
-                    unbilled.append(charge)
-    return reported, local, charges, unbilled
-
-
-def _reconcile(replies: Sequence[MessageRecord]) -> tuple[list[_Item], list[Any]]:
-    """Items and conversation actions that fold replies stored on their own into the totals, once: each
-    reply's `pending_totals` is removed in the same transaction, conditioned on it still being there.
-    The owner's usage items for their charges are added by the caller, with its own."""
-    if not replies:
-        return [], []
-    items: list[_Item] = [
-        (
-            "update",
-            Message(reply.pk, reply.sk),
-            Message.pending_totals.exists(),
-            [Message.pending_totals.remove()],
-        )
-        for reply in replies
-    ]
-    reported, local, charges, _ = _pending_sums(replies)
-    return items, [Conversation.message_count.add(len(replies)), *_totals_actions(reported, local, charges)]
-
-
 @dataclass(frozen=True)
 class TreeWrite:
     """API-18: how a write moves a conversation's active path. `expected_leaf` is the active leaf as read
@@ -520,13 +454,14 @@ def append_messages(
     tree: TreeWrite | None = None,
     added: tuple[Sequence[int], Sequence[int]] | None = None,
     charges: Sequence[tuple[str, Charge]] = (),
+    count_usage: bool = False,
 ) -> None:
     """TransactWrite #1: put `messages` from `next_seq` on, reserve the reply's slot right after them
     (unless no model call follows), bump the counters and record the turn's events and state. Replies
     in `reconcile` (stored on their own earlier) are added to the totals in the same transaction, as is
     the usage of appended messages (`added`: reported prompt/completion/total, local prompt/completion;
     `charges`: their (day, charge) pairs, COST-2; the owner's usage of the day adds them from the table's
-    stream, COST-3).
+    stream, COST-3, or, with `count_usage` (budgets on, COST-4), this transaction does).
 
     The write expects the conversation's branch state as read: a conversation that never branched must
     still not have branched (`tree` None), a branched one must still have the active leaf it was read
@@ -537,9 +472,15 @@ def append_messages(
     """
     expected = conversation.next_seq
     target = Conversation(conversation.pk, conversation.sk)
-    reconciled, totals = _reconcile(reconcile)
+    counted: list[ledger.UsageWrite] = []
+    if count_usage and messages:
+        # A retry after a conflict re-reads and comes back with new ids: a new shard too.
+        shard = ledger.shard_of(f"{conversation.conversation_id}|{messages[0].message_id}")
+        marked, counted = ledger.counted_updates(conversation.owner, messages, shard)
+        messages = marked
+    reconciled, folded = totals.reconcile(reconcile)
     count = len(messages) + len(reconcile)
-    reported, local, owed, unbilled = _pending_sums(reconcile)
+    reported, local, owed, unbilled = totals.pending_sums(reconcile)
     owed = [*owed, *charges]
     if added is not None:
         reported = [a + int(b) for a, b in zip(reported, added[0], strict=True)]
@@ -552,9 +493,9 @@ def append_messages(
         _log_from(expected),
         *_open_turn_actions(open_turn),
     ]
-    if totals or added is not None or owed:
+    if folded or added is not None or owed:
         # One ADD per attribute.
-        actions += _totals_actions(reported, local, owed)
+        actions += totals.actions(reported, local, owed)
     if turn is not None:
         actions.append(Conversation.turn_count.set(turn))
     condition = (Conversation.next_seq == expected) & Conversation.deleted_at.does_not_exist()
@@ -572,6 +513,7 @@ def append_messages(
         *reconciled,
         *link_puts,
         *ledger.charge_updates(conversation.owner, unbilled),
+        *counted,
     ]
     # A regeneration (API-18) writes no message: only the reply's slot, named by the sequence it takes.
     name = messages[0].message_id if messages else f"slot|{expected}"
@@ -618,11 +560,15 @@ def record_reply(
     open_turn: OpenTurn = KEEP,
     deadline: float | None = None,
     charge: Charge | None = None,
+    count_usage: bool = False,
 ) -> str:
     """TransactWrite #2: put the assistant message (ok or error), its turn-log events, the turn's state
     and add to the conversation's totals; with `charge` (COST-2), its cost to the conversation's, in the
-    same transaction. The owner's usage of the day is not written here: the table's stream adds each
-    priced reply to it once (COST-3, `chat.usage_stream`), a reply stored alone or after a delete too.
+    same transaction. The owner's usage of the day: the table's stream adds each priced reply to it once
+    (COST-3, `chat.usage_stream`), a reply stored alone or after a delete too; or, with `count_usage`
+    (budgets on, COST-4), each write below adds it in the same transaction (a shard of the day items, by
+    the conversation and the attempt) and marks the reply `counted`, so the next post's budget check
+    sees it at once. A reply whose count keeps conflicting is stored unmarked, for the stream to count.
 
     The reply is paid for: it is never dropped because the conversation item is busy. Contention is
     retried with jittered backoff until `deadline` (time.monotonic()); past it, or if the conversation
@@ -633,6 +579,15 @@ def record_reply(
     """
     target = Conversation(conversation.pk, conversation.sk)
     charges = [(ledger.reply_day(message), charge)] if charge is not None else []
+    if count_usage and ledger.charges_of(message):
+        message = replace(message, counted=True)
+
+    def counted(attempt: int) -> list[ledger.UsageWrite]:
+        if not message.counted:
+            return []
+        shard = ledger.shard_of(conversation.conversation_id, attempt)
+        return ledger.counted_updates(conversation.owner, [message], shard)[1]
+
     item = message.to_item()
     event_puts = _event_puts(conversation, events, [message], [item])
     core: list[_Item] = [
@@ -643,7 +598,7 @@ def record_reply(
             TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(),
             [
                 Conversation.message_count.add(1),
-                *_totals_actions(reported, local, charges),
+                *totals.actions(reported, local, charges),
                 Conversation.updated_at.set(now),
                 TableItem.gsi1sk.set(listing_sk(now, conversation.conversation_id)),
                 _log_from(message.seq),
@@ -655,7 +610,11 @@ def record_reply(
     attempt = 0
     while True:
         try:
-            _write(core, event_puts, f"{conversation.pk}|reply|{message.message_id}|{attempt}")
+            _write(
+                [*core, *counted(attempt)],
+                event_puts,
+                f"{conversation.pk}|reply|{message.message_id}|{attempt}",
+            )
             return STORED
         except _Cancelled as exc:
             if exc.reasons[:1] == ["ConditionalCheckFailed"]:
@@ -677,17 +636,46 @@ def record_reply(
     if outcome == STORED_ALONE:
         pending: dict[str, Any] = {"reported": list(reported), "local": list(local)}
         if charge is not None:
-            pending[_COST] = charge.to_json()
+            pending[totals.COST] = charge.to_json()
         if not isinstance(open_turn, _Keep):
             pending["open_turn"] = dict(open_turn) if open_turn is not None else None
         item.pending_totals = pending
-    try:
-        _write([("put", item, _NEW, None)], event_puts, f"{conversation.pk}|alone|{message.message_id}")
-    except _Cancelled as exc:
-        if _committed(message):
-            return outcome
-        raise ReplySlotTaken(str(exc.reasons)) from exc
+    _store_alone(conversation, message, item, event_puts, attempt)
     return outcome
+
+
+def _store_alone(
+    conversation: ConversationRecord,
+    message: MessageRecord,
+    item: Message,
+    event_puts: list[_Item],
+    attempt: int,
+) -> None:
+    """Put a reply on its own (its slot is reserved). A reply `counted` (COST-4) adds its usage in the
+    same transaction, each try on another shard; if that keeps conflicting, its last try stores it
+    unmarked and the stream counts it. Raises ReplySlotTaken when the slot holds another message."""
+    tries = _REPLY_ATTEMPTS if message.counted else 1
+    for n in range(tries):
+        last = n == tries - 1
+        usage: list[ledger.UsageWrite] = []
+        if message.counted and not last:
+            shard = ledger.shard_of(conversation.conversation_id, attempt + 1 + n)
+            usage = ledger.counted_updates(conversation.owner, [message], shard)[1]
+        else:
+            item.counted = None
+        token = f"{conversation.pk}|alone|{message.message_id}" + (f"|{n}" if n else "")
+        try:
+            _write([("put", item, _NEW, None), *usage], event_puts, token)
+            return
+        except _Cancelled as exc:
+            if _committed(message):
+                return
+            if exc.reasons[:1] == ["ConditionalCheckFailed"] or last:
+                raise ReplySlotTaken(str(exc.reasons)) from exc
+        except StoreUnavailable as exc:
+            if last or base.transient_cause(exc) is None:
+                raise
+        time.sleep(base.contention_backoff(n + 1))
 
 
 class PinConflict(Exception):

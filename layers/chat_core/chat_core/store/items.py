@@ -170,6 +170,10 @@ class Message(TableItem, discriminator="message"):
     #: MEM-50: a reply's turn's other model calls (the current message's embedding for semantic recall),
     #: each an engine.costs.Charge's JSON; the table's stream adds them to the owner's usage with the reply.
     charges = JSONAttribute(null=True)
+    #: COST-4: the transaction that stored this message also added it to its owner's usage (budgets on):
+    #: the table's stream must not add it again. Stored as "uc" (usage counted): a 500-character reply
+    #: stays under 1 KB, so its write costs no unit more.
+    counted = BooleanAttribute(null=True, attr_name="uc")
 
     @classmethod
     def key(cls, owner: str, conversation_id: str, seq: int) -> tuple[str, str]:
@@ -209,7 +213,9 @@ class UsageDay(TableItem, discriminator="usage_day"):
     `sk = DAY#<YYYY-MM-DD>#<model>`). Priced messages (replies, appended answers) are added from the
     table's stream, each exactly once (`watermarks`: per stream shard, the newest sequence number added
     and when; `watermark_version` conditions each such update); summaries are added by the transaction
-    that stores them. Created by its first update."""
+    that stores them. While budgets are on, a priced message is counted by the transaction that stores
+    it, in one of a few shard items (`sk = DAY#<YYYY-MM-DD>#<model>#<shard>`, COST-4), and marked
+    `counted` so the stream leaves it out. Created by its first update."""
 
     owner = UnicodeAttribute(null=True)
     day = UnicodeAttribute(null=True)
@@ -226,8 +232,8 @@ class UsageDay(TableItem, discriminator="usage_day"):
     watermark_version = NumberAttribute(null=True)
 
     @classmethod
-    def key(cls, owner: str, day: str, model: str) -> tuple[str, str]:
-        return usage_pk(owner), usage_day_sk(day, model)
+    def key(cls, owner: str, day: str, model: str, shard: str | None = None) -> tuple[str, str]:
+        return usage_pk(owner), usage_day_sk(day, model, shard)
 
 
 class BudgetItem(TableItem, discriminator="budget"):

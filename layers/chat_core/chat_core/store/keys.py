@@ -117,9 +117,11 @@ USAGE_DAY_PREFIX = "DAY#"
 LIMITS_SK = "~LIMITS"
 
 
-def usage_day_sk(day: str, model: str) -> str:
-    """Sort key of one owner's usage of `model` on `day` (YYYY-MM-DD, UTC); '#' in a model is escaped."""
-    return f"{USAGE_DAY_PREFIX}{day}#{escape_owner(model)}"
+def usage_day_sk(day: str, model: str, shard: str | None = None) -> str:
+    """Sort key of one owner's usage of `model` on `day` (YYYY-MM-DD, UTC); '#' in a model is escaped,
+    so a shard's suffix (COST-4: what posts counted themselves) never reads as part of a model's name."""
+    sk = f"{USAGE_DAY_PREFIX}{day}#{escape_owner(model)}"
+    return sk if shard is None else f"{sk}#{shard}"
 
 
 def message_sk(seq: int) -> str:

@@ -1,21 +1,25 @@
 """COST-3/COST-4: each owner's usage per day and model, and their budget item, in one partition.
 
 The day items are only ever added to: by the table's stream for priced messages (`add_streamed`, each
-message exactly once), and inside the transaction that stores a summary (`charge_updates`). Reads: a
-range of days (GET /usage), or a month's days with the budget item (one Query, the budget check of a
-post).
+message exactly once), inside the transaction that stores a summary (`charge_updates`), and, while
+budgets are on, inside the transaction that stores a priced message (`counted_updates`: the message is
+marked `counted` and the stream leaves it out). Those last go to a few shard items per day and model
+(`sk = DAY#<day>#<model>#<shard>`), so one owner's concurrent posts to different conversations do not
+meet on one item. Reads merge a day and model's items: a range of days (GET /usage), or a month's days
+with the budget item (one Query, the budget check of a post).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, UpdateError
 
-from chat_core.engine.costs import ESTIMATED, Charge
+from chat_core.engine.costs import ESTIMATED, UNKNOWN, Charge, TokenUse
 from chat_core.errors import StoreUnavailable
 from chat_core.store import base
 from chat_core.store.base import TableItem
@@ -25,6 +29,10 @@ from chat_core.store.records import MessageRecord
 
 #: ("update", item, condition, actions): an entry of a TransactWrite (see conversations._transact).
 UsageWrite = tuple[str, Any, Any, list[Any] | None]
+#: COST-4: how many items a day and model's usage counted by posts is spread over. Two posts meet on one
+#: only when their conversations hash alike (1 in USAGE_SHARDS) and their final writes overlap; the one
+#: cancelled retries on the next shard. More shards: fewer meetings, more items in the budget's Query.
+USAGE_SHARDS: Final = 8
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,11 @@ class UsageDayRecord:
             unpriced_calls=int(item.unpriced_calls),
             estimated_calls=int(item.estimated_calls),
         )
+
+    def plus(self, other: UsageDayRecord) -> UsageDayRecord:
+        """This day and model's counts with another item's of the same day and model added."""
+        counts = [f.name for f in fields(self) if f.name not in ("owner", "day", "model")]
+        return replace(self, **{name: getattr(self, name) + getattr(other, name) for name in counts})
 
 
 @dataclass(frozen=True)
@@ -118,17 +131,72 @@ def reply_day(message: MessageRecord) -> str:
     return message.created_at[:10]
 
 
-def charge_updates(owner: str, charges: Iterable[tuple[str, Charge]]) -> list[UsageWrite]:
-    """The updates that add `charges` ((day, charge) pairs) to the owner's day items: one entry per day
-    and model (a transaction may touch an item once). No condition: the first update creates the item."""
+def use_of(message: MessageRecord, estimated: bool) -> TokenUse:
+    """The tokens a priced message's model call used: its reported usage (with the breakdowns kept in
+    `extras`), or (`estimated`) its local count."""
+    counted = message.local_usage if estimated else message.usage
+    if counted is None:
+        return TokenUse()
+    details = None if estimated or not isinstance(message.extras, dict) else message.extras
+    return TokenUse.from_usage(counted.prompt_tokens, counted.completion_tokens, details)
+
+
+def charge_of(message: MessageRecord) -> Charge:
+    """The charge recorded on a priced message (`cost_status` set)."""
+    use = use_of(message, message.cost_status == ESTIMATED)
+    return Charge(str(message.model or ""), use, message.cost_micros, message.cost_status or UNKNOWN)
+
+
+def charges_of(message: MessageRecord) -> list[Charge]:
+    """COST-3: every model call a stored message adds to its owner's usage: a priced assistant message's
+    own, and the turn's other calls it carries (MEM-50: the current message's embedding). The stream and
+    a post counting its own reply (budgets on) both count exactly these."""
+    if message.role != "assistant":
+        return []
+    charges = [Charge.from_json(c) for c in message.charges or [] if isinstance(c, Mapping)]
+    if message.cost_status is not None:
+        charges.insert(0, charge_of(message))
+    return [charge for charge in charges if charge.model]
+
+
+def shard_of(name: str, attempt: int = 0) -> str:
+    """COST-4: the shard a write counts its usage in: by the conversation (`name`), moved on by each
+    retry so two conversations that met once do not meet again."""
+    digest = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), "big")
+    return str((digest + attempt) % USAGE_SHARDS)
+
+
+def charge_updates(
+    owner: str, charges: Iterable[tuple[str, Charge]], shard: str | None = None
+) -> list[UsageWrite]:
+    """The updates that add `charges` ((day, charge) pairs) to the owner's day items (`shard`: to that
+    shard's items): one entry per day and model (a transaction may touch an item once). No condition:
+    the first update creates the item."""
     sums: dict[tuple[str, str], _Sum] = {}
     for day, charge in charges:
         sums.setdefault((day, charge.model), _Sum()).add(charge)
     writes: list[UsageWrite] = []
     for (day, model), total in sums.items():
-        pk, sk = UsageDay.key(owner, day, model)
+        pk, sk = UsageDay.key(owner, day, model, shard)
         writes.append(("update", UsageDay(pk, sk), None, _add_actions(owner, day, model, total)))
     return writes
+
+
+def counted_updates(
+    owner: str, messages: Sequence[MessageRecord], shard: str
+) -> tuple[list[MessageRecord], list[UsageWrite]]:
+    """COST-4, budgets on: `messages` with each one that adds to the owner's usage marked `counted` (the
+    stream leaves those out), and the updates that add them to `shard`'s day items, for the transaction
+    that stores them: the usage moves with the messages, once."""
+    marked: list[MessageRecord] = []
+    charges: list[tuple[str, Charge]] = []
+    for message in messages:
+        found = charges_of(message)
+        if found:
+            message = replace(message, counted=True)
+            charges += [(reply_day(message), charge) for charge in found]
+        marked.append(message)
+    return marked, charge_updates(owner, charges, shard) if charges else []
 
 
 def _add_actions(owner: str, day: str, model: str, total: _Sum) -> list[Any]:
@@ -230,19 +298,32 @@ def _query(owner: str, condition: Any) -> list[TableItem]:
         raise base.store_error(exc) from exc
 
 
+def _merged(items: Sequence[TableItem]) -> list[UsageDayRecord]:
+    """One record per day and model: the stream's item and the shards posts counted in, added up (in
+    key order, so in day order)."""
+    merged: dict[tuple[str | None, str | None], UsageDayRecord] = {}
+    for item in items:
+        if not isinstance(item, UsageDay):
+            continue
+        found = UsageDayRecord.of(item)
+        held = merged.get((found.day, found.model))
+        merged[(found.day, found.model)] = found if held is None else held.plus(found)
+    return list(merged.values())
+
+
 def read_days(owner: str, first_day: str, last_day: str) -> list[UsageDayRecord]:
     """The owner's days from `first_day` to `last_day` (YYYY-MM-DD, inclusive), in day order."""
     items = _query(
         owner, TableItem.sk.between(f"{USAGE_DAY_PREFIX}{first_day}", f"{USAGE_DAY_PREFIX}{last_day}#~")
     )
-    return [UsageDayRecord.of(item) for item in items if isinstance(item, UsageDay)]
+    return _merged(items)
 
 
 def read_since(owner: str, first_day: str) -> tuple[list[UsageDayRecord], BudgetRecord | None]:
-    """COST-4, one Query: the owner's days from `first_day` on, and their budget ("~LIMITS" sorts after
-    every day)."""
+    """COST-4, one Query: the owner's days from `first_day` on (shards included), and their budget
+    ("~LIMITS" sorts after every day)."""
     items = _query(owner, TableItem.sk >= f"{USAGE_DAY_PREFIX}{first_day}")
-    days = [UsageDayRecord.of(item) for item in items if isinstance(item, UsageDay)]
+    days = _merged(items)
     limits = next((BudgetRecord.of(item) for item in items if isinstance(item, BudgetItem)), None)
     return days, limits
 

@@ -153,6 +153,8 @@ class MessageRecord:
     settings: str | None = None
     #: MEM-50: the turn's other model calls, charged with the reply by the stream (Charge JSON each).
     charges: list[dict[str, Any]] | None = None
+    #: COST-4: its usage was counted by the transaction that stored it (the stream skips it).
+    counted: bool | None = None
 
     @property
     def pk(self) -> str:
@@ -213,6 +215,7 @@ class MessageRecord:
             tokens_encoding=item.tokens_encoding,
             settings=item.settings,
             charges=item.charges,
+            counted=item.counted,
         )
 
     def to_item(self) -> Message:

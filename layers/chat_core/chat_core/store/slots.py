@@ -14,7 +14,7 @@ from pynamodb.expressions.update import Action
 
 from chat_core.engine.turnlog import LogEvent
 from chat_core.errors import ConversationNotFound
-from chat_core.store import base, ledger
+from chat_core.store import base, ledger, totals
 from chat_core.store.base import TableItem
 from chat_core.store.conversations import (
     _NEW,
@@ -27,8 +27,6 @@ from chat_core.store.conversations import (
     _Item,
     _log_from,
     _open_turn_actions,
-    _pending_sums,
-    _reconcile,
     _write,
     get_conversation,
     link_items,
@@ -161,11 +159,11 @@ def put_reserved(
     event_puts = _event_puts(conversation, events, messages, items)
     attempt = 0
     while True:
-        reconciled, totals = _reconcile(reconcile)
+        reconciled, owed = totals.reconcile(reconcile)
         actions = [
             Conversation.message_count.add(len(messages) + len(reconcile)),
             _log_from(messages[0].seq),
-            *totals[1:],
+            *owed[1:],
         ]
         if drop_open_turn:
             actions.append(Conversation.open_turn.remove())  # an edit leaves a waiting turn behind
@@ -176,7 +174,7 @@ def put_reserved(
             ("update", target, TableItem.pk.exists() & Conversation.deleted_at.does_not_exist(), actions),
             *reconciled,
             *(("put", link, None, None) for link in link_items(conversation, links)),
-            *ledger.charge_updates(conversation.owner, _pending_sums(reconcile)[3]),
+            *ledger.charge_updates(conversation.owner, totals.pending_sums(reconcile)[3]),
         ]
         try:
             _write(core, event_puts, f"{conversation.pk}|reserved|{messages[0].message_id}|{attempt}")
