@@ -185,6 +185,22 @@ def _dollars(figures: dict[str, float], *, model_wait_s: float) -> dict[str, flo
     }
 
 
+def _budgets_row(off: dict[str, Any], on: dict[str, Any]) -> list[Any]:
+    """COST-4: what budgets add to a post (the check's Query; the reply's usage counted in its
+    TransactWrite #2), and that the stream then adds nothing for it."""
+    calls = on["calls"] - off["calls"]
+    wru, rru = on["wru"] - off["wru"], on["rru"] - off["rru"]
+    usage = on["kinds"].get("usage of the day", 0.0)
+    return [
+        "what budgets add per post (1,000 messages)",
+        f"{calls:+.0f} call (the check's Query), {wru:+.0f} write units in the table (the reply's usage "
+        f"shard: {usage:.0f}, inside TransactWrite #2), {rru:+.1f} read units; the stream's usage update "
+        f"then: {on['stream_wru']:.0f} write units (off: {off['stream_wru']:.0f})",
+        "1 Query more, no call more to write; nothing counted twice",
+        verdict(calls == 1 and usage > 0 and on["stream_wru"] == 0),
+    ]
+
+
 def run() -> list[Section]:
     rows: list[list[Any]] = []
     measured: dict[str, dict[str, float]] = {}
@@ -239,7 +255,9 @@ def run() -> list[Section]:
         "The owner's usage of the day is not written by the post: the table's stream adds each batch's "
         "priced replies to it (COST-3), one GetItem and one UpdateItem per owner, day and model of a "
         f"batch: {keyed['stream_wru']:.0f} write and {keyed['stream_rru']:.1f} read units when the batch "
-        "holds one post (the most it costs a post; a batch of n posts of one owner shares them). "
+        "holds one post (the most it costs a post; a batch of n posts of one owner shares them). With "
+        "budgets on (COST-4) the post counts its own reply instead, one Update inside TransactWrite #2 "
+        "(a shard of the day item), and the stream skips it. "
         "Storage: what one post adds to the table (items, the listing "
         "index's copy of the conversation item, 100 bytes per item), per 1M posts, per month kept. Lambda: "
         f"{MEMORY_GB * 1024:.0f} MB x (the post path's CPU time measured here + {ROUND_TRIP_S * 1000:.0f} ms "
@@ -265,6 +283,7 @@ def run() -> list[Section]:
             "<= 10 in the table (the measure the 18 units of issue 30 were; the index is shown beside)",
             verdict(table_units <= 10),
         ],
+        _budgets_row(measured["1,000"], measured["1,000 + budgets"]),
     ]
     return [
         {
