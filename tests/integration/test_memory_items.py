@@ -94,6 +94,61 @@ def test_keys_and_labels_with_separators_stay_apart(chat_service: None) -> None:
     assert listed == [["a", "b/c"], ["a%2Fb", "c"], ["a/b", "c"], ["ab"]]
 
 
+def test_a_label_is_matched_exactly_whatever_it_holds(chat_service: None) -> None:
+    """MEM-21/MEM-26: a namespace label is any text without "." or NUL (as LangGraph's), and it matches
+    exactly: a newline, a tab, trailing or leading spaces and other scripts make another label."""
+    plain = ["users", "alice"]
+    variants = [
+        ["users", "alice\n"],
+        ["users", "alice "],
+        ["users", " alice"],
+        ["users", "al\tice"],
+        ["users", "アリス"],
+    ]
+    # Given a memory under the plain label and one under each variant
+    assert put(plain, "k", {"v": "plain"}).status == 200
+    for n, labels in enumerate(variants):
+        assert put(labels, "k", {"v": n}).status == 200, labels
+    # Then each reads back as its own (GET joins the labels by "." in the query string)
+    assert get("users.alice", "k").body["value"] == {"v": "plain"}
+    for n, labels in enumerate(variants):
+        assert get(".".join(labels), "k").body["value"] == {"v": n}, labels
+    # And a prefix or a suffix of the plain label catches the plain namespace only
+    exact = namespaces(prefix=plain).body["namespaces"]
+    assert exact == [plain]
+    assert namespaces(suffix=["alice"]).body["namespaces"] == [plain]
+    assert [i["namespace"] for i in search(namespace_prefix=plain).body["items"]] == [plain]
+    assert len(namespaces(prefix=["users"]).body["namespaces"]) == 1 + len(variants)
+    # But "." and NUL stay refused
+    assert put(["a\x00b"], "k", {}).status == 422
+    assert get("a\x00b", "k").status == 400
+
+
+def test_a_filter_compares_with_infinity_and_nan(chat_service: None) -> None:
+    """MEM-22: the numbers JSON cannot write arrive as {"$numberDouble": ...} and compare as LangGraph's
+    stores compare them: every number is below infinity and above minus infinity, NaN equals nothing."""
+    for key, price in (("a", 10), ("b", 20), ("c", -5)):
+        put(["items"], key, {"price": price})
+    inf, minus_inf, nan = ({"$numberDouble": s} for s in ("Infinity", "-Infinity", "NaN"))
+
+    def keys(condition: Any) -> list[str]:
+        answer = search(namespace_prefix=["items"], filter={"price": condition})
+        assert answer.status == 200, answer.body
+        return sorted(i["key"] for i in answer.body["items"])
+
+    assert keys({"$lt": inf}) == ["a", "b", "c"]
+    assert keys({"$gt": minus_inf}) == ["a", "b", "c"]
+    assert keys({"$gte": inf}) == []
+    assert keys({"$eq": nan}) == []
+    assert keys(nan) == []
+    assert keys({"$ne": nan}) == ["a", "b", "c"]
+    assert keys({"$gt": nan}) == []
+    # A spelling that is not one of the three is refused
+    refused = search(namespace_prefix=["items"], filter={"price": {"$lt": {"$numberDouble": "1e400"}}})
+    assert refused.status == 400
+    assert "$numberDouble" in refused.body["error"]["message"]
+
+
 def test_search_filter_query_and_paging(chat_service: None) -> None:
     """MEM-22: search under a prefix; a filter (exact and $-operators), a query ranked by term match."""
     ns = ["users", "alice", "memories"]

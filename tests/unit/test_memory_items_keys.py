@@ -3,6 +3,9 @@ score and the namespace conditions of a search or a listing (pure functions, no 
 
 from __future__ import annotations
 
+import math
+
+import pytest
 from chat_core.engine import memory_match
 from chat_core.store.memory_items import item_sk, namespace_prefix, parse_sk
 from hypothesis import given
@@ -65,3 +68,24 @@ def test_namespace_conditions() -> None:
     assert memory_match.list_namespaces(stored, max_depth=1) == [("docs",), ("users",)]
     assert memory_match.list_namespaces(stored, limit=1, offset=1) == [("users", "a", "v1")]
     assert memory_match.literal_prefix(("users", "*", "v1")) == ("users",)
+
+
+def test_a_filter_compares_with_infinity_and_nan_as_langgraph_does() -> None:
+    """MEM-22: {"$numberDouble": ...} is read as the float JSON cannot write; NaN equals nothing and every
+    number lies between minus infinity and infinity, as in LangGraph's stores."""
+    decoded = memory_match.decode_numbers(
+        {"a": {"$lt": {"$numberDouble": "Infinity"}}, "b": [{"$numberDouble": "-Infinity"}], "c": "NaN"}
+    )
+    assert decoded["a"] == {"$lt": math.inf}
+    assert decoded["b"] == [-math.inf]
+    assert decoded["c"] == "NaN"
+    nan = memory_match.decode_numbers({"$numberDouble": "NaN"})
+    assert math.isnan(nan)
+    value = {"price": 10}
+    assert memory_match.matches_filter(value, {"price": {"$lt": math.inf, "$gt": -math.inf}})
+    assert not memory_match.matches_filter(value, {"price": {"$gt": math.inf}})
+    assert not memory_match.matches_filter(value, {"price": {"$eq": nan}})
+    assert not memory_match.matches_filter(value, {"price": nan})
+    assert memory_match.matches_filter(value, {"price": {"$ne": nan}})
+    with pytest.raises(ValueError, match="numberDouble"):
+        memory_match.decode_numbers({"$numberDouble": "1e999"})

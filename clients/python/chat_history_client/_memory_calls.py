@@ -5,6 +5,7 @@ here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -14,6 +15,20 @@ from chat_history_client.types import Page
 
 #: Namespace labels are joined by "." in a query string (labels hold none, as LangGraph requires).
 SEPARATOR = "."
+#: The number JSON cannot write, as the service reads it in a filter (MongoDB's Extended JSON spelling).
+NUMBER_DOUBLE = "$numberDouble"
+
+
+def filter_json(value: Any) -> Any:
+    """A search filter as JSON can carry it: infinities and NaN (which LangGraph's stores compare with)
+    become {"$numberDouble": "Infinity" | "-Infinity" | "NaN"}, everything else as it is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {NUMBER_DOUBLE: "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+    if isinstance(value, Mapping):
+        return {key: filter_json(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [filter_json(inner) for inner in value]
+    return value
 
 
 def _body(body: Any) -> Any:
@@ -57,7 +72,7 @@ def search_items(
     if query is not None:
         body["query"] = query
     if filter:
-        body["filter"] = filter
+        body["filter"] = filter_json(filter)
     return Call("POST", "/memory/items/search", _body, json=body)
 
 

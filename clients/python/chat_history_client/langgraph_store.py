@@ -11,18 +11,21 @@
 Every operation is one request to the memory item routes (PUT/GET/DELETE /memory/items, POST
 /memory/items/search and /memory/items/namespaces), as the caller's identity: memories are per user,
 whatever the namespace says. `query` is matched by terms (no embeddings): each result's `score` is the
-share of the query's terms its value holds. TTLs are in minutes, as LangGraph counts them.
+share of the query's terms its value holds. TTLs are in minutes, as LangGraph counts them. A namespace
+label is matched exactly, whatever it holds (a newline, trailing spaces, any script); a filter may
+compare with infinity or NaN, as with LangGraph's own stores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -60,6 +63,31 @@ def _search_item(body: dict[str, Any]) -> SearchItem:
         updated_at=_time(body["updated_at"]),
         score=body.get("score"),
     )
+
+
+def _check_labels(labels: Sequence[object]) -> None:
+    """LangGraph's rule for a label (a non-empty string without "." or NUL), checked here too because ops
+    given straight to `batch` skip BaseStore's own check, and GET / DELETE send a namespace as its labels
+    joined by ".": ("a.b",) must not reach ("a", "b")."""
+    for label in labels:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"invalid namespace label {label!r} in {tuple(labels)!r}: labels are non-empty strings "
+                "without '.' or NUL"
+            )
+
+
+def _check_namespaces(ops: list[Op]) -> None:
+    """Every op's labels, before any request is sent: a bad op fails its whole batch, and nothing of it
+    is done."""
+    for op in ops:
+        if isinstance(op, GetOp | PutOp):
+            _check_labels(op.namespace)
+        elif isinstance(op, SearchOp):
+            _check_labels(op.namespace_prefix)
+        elif isinstance(op, ListNamespacesOp):
+            for condition in op.match_conditions or ():
+                _check_labels(condition.path)
 
 
 def _conditions(op: ListNamespacesOp) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
@@ -124,7 +152,10 @@ class ChatHistoryStore(BaseStore):
         self._own.clear()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run `ops` in order, one request each; results in the same order."""
+        """Run `ops` in order, one request each; results in the same order. InvalidNamespaceError, and
+        nothing sent, when a label of any of them is not one."""
+        ops = list(ops)
+        _check_namespaces(ops)
         results: list[Result] = []
         for op in ops:
             call, parse = self._call(op)
@@ -133,6 +164,8 @@ class ChatHistoryStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch`, awaited (on the async client's own connections)."""
+        ops = list(ops)
+        _check_namespaces(ops)
         results: list[Result] = []
         for op in ops:
             call, parse = self._call(op)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import uuid
 from dataclasses import dataclass
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from chat_history_client import InvalidRequest, _memory_calls
@@ -23,6 +24,7 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+from langgraph.store.memory import InMemoryStore
 
 from tests.support.local_server import ServerProcess
 
@@ -182,4 +184,81 @@ def test_bad_input_surfaces_as_the_clients_errors(server: ServerProcess) -> None
         store.search(("a",), filter={"v": {"$regex": "x"}})
     with pytest.raises(InvalidRequest):
         store.put(("a",), "k", {"v": "x" * 70_000})
+    store.close()
+
+
+def test_a_label_matches_exactly_whatever_it_holds(server: ServerProcess) -> None:
+    """MEM-27: a namespace label is matched exactly over HTTP, as LangGraph's InMemoryStore matches it: a
+    trailing newline, spaces, a tab or another script make another namespace."""
+    store = _store(server, f"labels-{uuid.uuid4().hex}")
+    plain = ("users", "alice")
+    variants = [("users", "alice\n"), ("users", "alice "), ("users", "\talice"), ("users", "アリス")]
+    # Given a memory under the plain namespace and one under each variant, in both stores
+    reference = InMemoryStore()
+    for target in (store, reference):
+        target.put(plain, "k", {"v": "plain"})
+        for n, namespace in enumerate(variants):
+            target.put(namespace, "k", {"v": n})
+    # Then each is read back as its own
+    for n, namespace in enumerate(variants):
+        item = store.get(namespace, "k")
+        assert item is not None
+        assert item.value == {"v": n}
+        assert item.namespace == namespace
+    # And the plain label, as a prefix or a suffix, catches the plain namespace only, as in InMemoryStore
+    for conditions in ({"suffix": ["alice"]}, {"prefix": ["users", "alice"]}, {"prefix": ["users"]}):
+        found = set(store.list_namespaces(limit=100, **conditions))  # type: ignore[arg-type]
+        assert found == set(reference.list_namespaces(limit=100, **conditions)), conditions  # type: ignore[arg-type]
+    assert {i.namespace for i in store.search(plain)} == {plain}
+    store.close()
+
+
+def test_a_filter_with_infinity_or_nan_answers_as_langgraph_does(server: ServerProcess) -> None:
+    """MEM-27: a filter comparing with infinity or NaN (numbers JSON cannot write) reaches the service and
+    answers what LangGraph's InMemoryStore answers."""
+    store = _store(server, f"filters-{uuid.uuid4().hex}")
+    reference = InMemoryStore()
+    for target in (store, reference):
+        for key, price in (("a", 10), ("b", 20.5), ("c", -3)):
+            target.put(("items",), key, {"price": price, "nested": {"price": price}})
+    inf, nan = float("inf"), float("nan")
+    filters: list[dict[str, Any]] = [
+        {"price": {"$lt": inf}},
+        {"price": {"$gt": -inf}},
+        {"price": {"$gte": inf}},
+        {"price": {"$lte": -inf}},
+        {"price": {"$eq": nan}},
+        {"price": {"$ne": nan}},
+        {"price": {"$gt": nan}},
+        {"price": nan},
+        {"nested": {"price": {"$lt": inf}}},
+    ]
+    for condition in filters:
+        ours = sorted(i.key for i in store.search(("items",), filter=condition))
+        assert ours == sorted(i.key for i in reference.search(("items",), filter=condition)), condition
+    # Then the three non-finite comparisons did select something, so they were evaluated, not dropped
+    assert len(store.search(("items",), filter={"price": {"$lt": inf}})) == 3
+    store.close()
+
+
+def test_batch_checks_every_label_before_sending_any(server: ServerProcess) -> None:
+    """MEM-27: ops given straight to `batch` / `abatch` have their labels checked first: a label with "."
+    (which GET would join into ("a", "b")), an empty one or a non-string fails the whole batch, unsent."""
+    store = _store(server, f"batch-{uuid.uuid4().hex}")
+    store.put(("a", "b"), "k", {"original": True})
+    for bad in (("a.b",), ("a", ""), ("a", 1)):
+        for op in (
+            GetOp(bad, "k"),  # type: ignore[arg-type]
+            PutOp(bad, "k", {"changed": True}),  # type: ignore[arg-type]
+            SearchOp(bad),  # type: ignore[arg-type]
+            ListNamespacesOp((MatchCondition("suffix", bad),)),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(InvalidNamespaceError):
+                store.batch([PutOp(("valid",), "k", {}), op])
+            with pytest.raises(InvalidNamespaceError):
+                asyncio.run(store.abatch([PutOp(("valid",), "k", {}), op]))
+    assert store.get(("valid",), "k") is None
+    item = store.get(("a", "b"), "k")
+    assert item is not None
+    assert item.value == {"original": True}
     store.close()

@@ -31,6 +31,9 @@ MAX_VALUE_BYTES: Final = 64 * 1024
 MAX_TTL_MINUTES: Final = 10 * 365 * 24 * 60
 #: Namespace labels are joined by "." in a query string (GET/DELETE ?namespace=a.b), so a label holds none.
 SEPARATOR: Final = "."
+#: What LangGraph refuses in a label besides "." (every other character, newlines and spaces included, is
+#: part of the label and matched exactly).
+_NUL: Final = "\x00"
 MAX_SEARCH_LIMIT: Final = 100
 MAX_OFFSET: Final = 10_000
 MAX_QUERY_CHARS: Final = 1_000
@@ -55,8 +58,8 @@ def label_problem(label: str) -> str | None:
         return f"a namespace label has at most {MAX_LABEL_CHARS} characters"
     if SEPARATOR in label:
         return "a namespace label cannot contain '.'"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in label):
-        return "a namespace label cannot contain control characters"
+    if _NUL in label:
+        return "a namespace label cannot contain NUL"
     return None
 
 
@@ -172,6 +175,10 @@ def search(
         raise InvalidInput(f"limit must be 1..{MAX_SEARCH_LIMIT}", field="limit")
     if not 0 <= offset <= MAX_OFFSET:
         raise InvalidInput(f"offset must be 0..{MAX_OFFSET}", field="offset")
+    try:
+        filter = memory_match.decode_numbers(filter)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="filter") from exc
     unknown = memory_match.unknown_operators(filter or {})
     if unknown:
         known = ", ".join(sorted(memory_match.OPERATORS))

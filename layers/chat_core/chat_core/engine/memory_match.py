@@ -1,7 +1,9 @@
 """Memory items (MEM-20..29): which stored values a search or a namespace listing answers, and in what order.
 
 Pure functions over plain values: the filter of a search (LangGraph's `filter`: exact matches and the
-comparison operators `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, nested objects compared field by field),
+comparison operators `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, nested objects compared field by field;
+the numbers JSON cannot write, infinity and NaN, arrive as {"$numberDouble": "Infinity"} and compare as
+Python's floats do, as in LangGraph's own stores: NaN equals nothing, infinity is above every number),
 its query text (a case-insensitive term match over the value's strings: the share of the query's
 distinct terms a value holds; Chinese, Japanese and Korean characters are terms one by one, since those
 languages put no spaces between words), and the namespace conditions of a listing (prefix and suffix,
@@ -10,6 +12,7 @@ languages put no spaces between words), and the namespace conditions of a listin
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -20,6 +23,9 @@ _TERM: Final = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
 #: The filter operators LangGraph's stores take.
 OPERATORS: Final = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 WILDCARD: Final = "*"
+#: A number JSON cannot write, spelled as MongoDB's Extended JSON does: {"$numberDouble": "NaN"}.
+NUMBER_DOUBLE: Final = "$numberDouble"
+_NON_FINITE: Final = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 #: How much of a value's text is searched (its strings, depth first), so one huge value costs a bound.
 MAX_TEXT_CHARS: Final = 100_000
 
@@ -101,6 +107,21 @@ def matches_filter(value: Mapping[str, Any], conditions: Mapping[str, Any] | Non
     if not conditions:
         return True
     return all(_matches(value.get(field), expected) for field, expected in conditions.items())
+
+
+def decode_numbers(conditions: Any) -> Any:
+    """The filter with each {"$numberDouble": "Infinity" | "-Infinity" | "NaN"} read as that float;
+    ValueError for a "$numberDouble" spelling anything else (finite numbers travel as JSON numbers)."""
+    if isinstance(conditions, Mapping):
+        if len(conditions) == 1 and NUMBER_DOUBLE in conditions:
+            spelled = conditions[NUMBER_DOUBLE]
+            if not isinstance(spelled, str) or spelled not in _NON_FINITE:
+                raise ValueError(f'{NUMBER_DOUBLE} is "Infinity", "-Infinity" or "NaN", not {spelled!r}')
+            return _NON_FINITE[spelled]
+        return {key: decode_numbers(inner) for key, inner in conditions.items()}
+    if isinstance(conditions, list):
+        return [decode_numbers(inner) for inner in conditions]
+    return conditions
 
 
 def unknown_operators(conditions: Any) -> list[str]:

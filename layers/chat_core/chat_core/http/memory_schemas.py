@@ -17,10 +17,9 @@ from chat_core.chat.memory_kv import (
     MAX_TTL_MINUTES,
 )
 
-#: A namespace label: no "." (labels are joined by "." in query strings), no control characters.
-Label = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^.\x00-\x1f\x7f]+$")
-]
+#: A namespace label, as LangGraph allows it: no "." (labels are joined by "." in query strings), no NUL;
+#: anything else (a newline, trailing spaces) is part of the label.
+Label = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^.\x00]+$")]
 Key = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$")
 ]
@@ -51,7 +50,9 @@ class MemorySearchIn(_Strict):
     namespace_prefix: list[Label] = Field(default_factory=list, max_length=MAX_DEPTH)
     query: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY_CHARS)
     filter: dict[str, Any] | None = Field(
-        default=None, description="Field values to match; operators $eq $ne $gt $gte $lt $lte"
+        default=None,
+        description="Field values to match; operators $eq $ne $gt $gte $lt $lte; infinity and NaN as "
+        '{"$numberDouble": "Infinity" | "-Infinity" | "NaN"}',
     )
     limit: int = Field(default=10, ge=1, le=MAX_SEARCH_LIMIT)
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
@@ -59,9 +60,7 @@ class MemorySearchIn(_Strict):
 
 
 #: A label of a namespace condition: a label, or "*" for any one label.
-Pattern = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^.\x00-\x1f\x7f]+$")
-]
+Pattern = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^.\x00]+$")]
 
 
 class MemoryNamespacesIn(_Strict):
