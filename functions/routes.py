@@ -871,7 +871,7 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         name="SummarizeConversation",
         folder="summarize_conversation",
-        operation="Table stream -> the owners' usage of the day (COST-3) and the running summary of what no longer fits a conversation's window (seed 001)",
+        operation="Table stream -> the owners' usage of the day (COST-3), the running summary of what no longer fits a conversation's window (seed 001) and the recall index of every stored message (MEM-5)",
         section="stream-triggered (seed 001, retention)",
         stream=StreamTrigger(
             event="TurnEnded",
@@ -883,7 +883,7 @@ FUNCTIONS: tuple[Function, ...] = (
             dead_letter_queue="SummarizeDeadLetterQueue",
             tumbling_window=300,
             filters=(
-                '{"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "USER#"}]}}, "NewImage": {"type": {"S": ["message"]}, "role": {"S": ["assistant"]}, "model": {"S": [{"exists": true}]}}}}',
+                '{"eventName": ["INSERT"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "USER#"}]}}, "NewImage": {"type": {"S": ["message"]}, "role": {"S": ["user", "assistant", "tool"]}}}}',
             ),
         ),
         timeout=120,
@@ -895,7 +895,11 @@ FUNCTIONS: tuple[Function, ...] = (
         calls_model=True,
         prices=True,
         grants=(
-            Grant(("dynamodb:BatchGetItem",), "table", "MEM-5: the recall index's segments a merge reads."),
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-5: the recall index's segments a merge reads, and the messages of the slots it still waits for (its holes).",
+            ),
             Grant(
                 (
                     "dynamodb:Query",
@@ -916,8 +920,9 @@ FUNCTIONS: tuple[Function, ...] = (
             "records it acts on; a failing batch is bisected and retried a bounded number of times, then its",
             "position goes to the function's dead-letter queue.",
             "One model call per incremental step (LLM timeout 30 s), a few steps at most per invocation.",
-            "One record per turn: the INSERT of the post's reply (an assistant message with a model,",
-            "ok or error); assistant messages an agent client stores itself carry no model.",
+            "Every INSERT of a user, assistant or tool message: the recall index takes each stored message",
+            "(MEM-5), appended ones too; usage and summaries act on the post's reply only (an assistant",
+            "message with a model, ok or error; assistant messages an agent client stores carry no model).",
             "The summarizer's tumbling window makes Lambda name each batch's shard: the usage of the day is",
             "added from these records exactly once per shard watermark (COST-3), off the post's path.",
         ),

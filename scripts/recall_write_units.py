@@ -1,7 +1,8 @@
 """The recall index's table cost per post (docs/recall.md): write and read units its upkeep spends.
 
 Offline: replays the upkeep's planning (chat.recall_upkeep.plan_update) over a synthetic conversation of
-two messages per post (a user question and a reply of typical length), keeping segments in memory, and
+two messages per post (a user question and a reply of typical length), each taken by an upkeep pass of
+its own (the stream delivers the question before the model has answered), keeping segments in memory, and
 prices each write as DynamoDB does (1 write unit per started KB of the item, deletes by the size of the
 item deleted; a strongly consistent read 1 unit per started 4 KB). Usage:
 
@@ -53,9 +54,8 @@ def run(posts: int) -> dict[str, Any]:
     tail = recall_index.Tail()
     writes = reads = 0
     largest = 0
-    for post in range(posts):
-        messages = [_message(2 * post + 1, rng), _message(2 * post + 2, rng)]
-        new_tail, sealed, merged = recall_upkeep.plan_update("o", "c", tail, messages)
+    for seq in range(1, 2 * posts + 1):
+        new_tail, sealed, merged = recall_upkeep.plan_update("o", "c", tail, [_message(seq, rng)])
         for ref, data in sealed:
             stored[ref.id] = data
             writes += math.ceil((len(data) + _OVERHEAD) / 1024)

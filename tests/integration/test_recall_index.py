@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import botocore.client
 import pytest
+from chat_core.chat import recall_upkeep
+from chat_core.chat.commands import PostMessage
+from chat_core.chat.post import post_message
 from chat_core.engine import recall
+from chat_core.llm.provider import get_provider
 from chat_core.store import recall_index
+from chat_core.store.items import Message
+from chat_core.store.keys import message_sk
 
 from tests.support import events as http_events
 from tests.support import functions as api
@@ -346,3 +353,83 @@ def test_mem5_a_store_false_turn_read_before_its_deletion_is_never_indexed(chat_
     tail = recall_index.read_tail("alice", cid)
     assert tail.n_docs == 0
     assert search(cid, "what is my secret?") == []
+
+
+def _message_at(cid: str, seq: int, source: int, content: str) -> None:
+    """A message written into slot `seq` as a writer that took it would (a copy of message `source`)."""
+    pk = recall_index.conversation_pk("alice", cid)
+    item = Message.get(pk, message_sk(source), consistent_read=True)
+    fields = {**item.attribute_values, "seq": seq, "content": content, "message_id": f"m{seq:025d}"}
+    Message(pk, message_sk(seq), **{k: v for k, v in fields.items() if k not in ("pk", "sk", "cls")}).save()
+
+
+def test_mem5_an_append_beside_an_empty_reply_slot_is_indexed_at_once_and_the_slot_when_filled(
+    chat_service: None,
+) -> None:
+    """MEM-5: a message stored above a slot still empty (a post's reply the model is still writing) is
+    indexed without waiting for it; the slot's message is indexed when it comes, and given up after
+    HOLE_PATIENCE when it never does."""
+    # Given a conversation of one appended message, then a message in slot 3 while slot 2 is empty
+    stream = TableStream(TABLE)
+    cid = str(api.create().body["conversation_id"])
+    appended = api.append(cid, [{"role": "user", "content": "the lighthouse key"}])
+    assert appended.status == 201, appended.body
+    _message_at(cid, 3, 1, "my boat is moored at pier nine")
+    # When the stream delivers them
+    run_stream(stream)
+    # Then both are searchable at once, and slot 2 is kept as a hole
+    assert search(cid, "pier nine") == [3]
+    assert search(cid, "lighthouse") == [1]
+    assert [seq for seq, _ in recall_index.read_tail("alice", cid).holes] == [2]
+    # When the slot's message comes
+    _message_at(cid, 2, 1, "the reply about the harbour")
+    run_stream(stream)
+    # Then it is indexed and the hole is gone
+    assert search(cid, "harbour") == [2]
+    assert recall_index.read_tail("alice", cid).holes == ()
+    # And a hole whose message never comes is given up after HOLE_PATIENCE
+    _message_at(cid, 5, 1, "fifth")
+    seen = time.time()
+    assert recall_upkeep.update_index("alice", cid, now=seen) == 1
+    _message_at(cid, 6, 1, "sixth")
+    recall_upkeep.update_index("alice", cid, now=seen + recall_upkeep.HOLE_PATIENCE + 1)
+    assert recall_index.read_tail("alice", cid).holes == ()
+
+
+class _StreamFirst:
+    """The offline model, which first lets the table's stream deliver what was stored so far: the turn's
+    question reaches the upkeep while its conversation is still there (before a store: false deletion)."""
+
+    def __init__(self, stream: TableStream) -> None:
+        self.stream = stream
+        self.delivered: list[dict[str, Any]] = []
+
+    def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        self.delivered.append(run_stream(self.stream))
+        return get_provider().complete(messages, **kwargs)
+
+
+def test_mem5_a_store_false_question_delivered_before_the_answer_is_never_indexed(chat_service: None) -> None:
+    """MEM-5, RSP-9: the question of a `store: false` response reaches the stream before its answer
+    does and before its conversation is deleted; its conversation says it is not kept, so nothing of it
+    is indexed."""
+    # Given a store: false response whose model answers only once the stream delivered its question
+    stream = TableStream(TABLE)
+    provider = _StreamFirst(stream)
+    command = PostMessage(
+        conversation_id=None,
+        text="my secret is the blue door",
+        parts=None,
+        model=None,
+        answer_settings={"store": False},
+        kept=False,
+    )
+    # When it is posted (the request's own deletion of the partition left out)
+    outcome = post_message("alice", command, provider=provider)
+    cid = str(outcome.body["conversation_id"])
+    # Then the upkeep ran on the question and wrote no index item
+    assert provider.delivered
+    assert provider.delivered[0]["recall"]["conversations"] == 1
+    assert recall_index.read_tail("alice", cid).n_docs == 0
+    run_stream(stream)
+    assert recall_index.read_tail("alice", cid).n_docs == 0

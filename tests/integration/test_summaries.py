@@ -107,9 +107,9 @@ def test_seed001_summary_of_the_span_that_no_longer_fits(
     assert conversation.summary is None
     # When the seventh turn ends (14 messages: 5 beyond the window)
     batch = conversation.post()
-    # Then its one record (the assistant message's INSERT) made one summary request of messages 1-5
-    assert len(batch) == 1
-    assert batch[0]["dynamodb"]["NewImage"]["role"]["S"] == "assistant"
+    # Then of its two records (the question's INSERT, for the recall index, and the reply's) the reply's
+    # made one summary request of messages 1-5
+    assert [r["dynamodb"]["NewImage"]["role"]["S"] for r in batch] == ["user", "assistant"]
     [sent] = summary_requests(standin_llm)
     prompt = sent["messages"][1]["content"]
     assert "Previous summary: none yet." in prompt

@@ -77,7 +77,8 @@ def test_a_post_writes_no_usage_item_and_the_stream_adds_it_once(stream: TableSt
     """COST-3: after posts the user's day holds nothing until the stream delivers their replies; then it
     equals the sum of the stored replies, and the same batch delivered again adds nothing."""
     conversations, records = _posted(stream, 3)
-    assert len(records) == 3
+    # (each post's question and reply: the mapping sends every stored message, MEM-5)
+    assert len(records) == 6
     # Before the stream delivers, no usage item was written by the posts
     assert _day()["calls"] == 0
     # When the batch is delivered, then delivered again (a retry after a timeout)
@@ -151,11 +152,12 @@ def test_a_new_stream_whose_numbers_start_afresh_still_counts(stream: TableStrea
     is a new stream whose shard may have the same id and whose sequence numbers start low again: its
     records count, they are not taken for records already added."""
     conversations, records = _posted(stream, 2)
-    _deliver(records[:1], "shardId-1")
+    first, second = [r for r in records if r["dynamodb"]["NewImage"]["role"]["S"] == "assistant"]
+    _deliver([first], "shardId-1")
     # When the second reply comes from a new stream: another label, a lower sequence number, same shard id
-    renewed = dict(records[1])
-    renewed["eventSourceARN"] = records[1]["eventSourceARN"].rsplit("/stream/", 1)[0] + "/stream/2099-01-01"
-    renewed["dynamodb"] = {**records[1]["dynamodb"], "SequenceNumber": "1"}
+    renewed = dict(second)
+    renewed["eventSourceARN"] = second["eventSourceARN"].rsplit("/stream/", 1)[0] + "/stream/2099-01-01"
+    renewed["dynamodb"] = {**second["dynamodb"], "SequenceNumber": "1"}
     _deliver([renewed], "shardId-1")
     # Then both replies are counted, once
     _deliver([renewed], "shardId-1")

@@ -89,9 +89,8 @@ async def _exercise(session: ClientSession, conversation_id: str) -> None:
     assert "422" in _error_text(bad_role) or "400" in _error_text(bad_role)
     # search_memory: the results of GET /memory/search
     searched = await session.call_tool("search_memory", {"query": "sunny degrees", "limit": 5})
-    # The recall index is kept off the post path, from the table's stream, when an answer is stored
-    # (MEM-5): the turn's answer is found once the stream has delivered it (a deadline, no sleep);
-    # the user message appended after it waits for the next answer.
+    # The recall index is kept off the post path, from the table's stream, for every stored message
+    # (MEM-5): the answer is found once the stream has delivered it (a deadline, no sleep).
     deadline = time.monotonic() + 30
     results = _result(searched)["results"]
     while not any("Sunny" in r["snippet"] for r in results) and time.monotonic() < deadline:
@@ -250,3 +249,35 @@ def test_search_memory_finds_what_was_said(server: ServerProcess) -> None:
     assert {"conversation_id", "message_id", "seq", "role", "snippet", "score", "created_at"} <= set(
         results[0]
     )
+
+
+def test_mem5_an_appended_message_is_found_by_search_memory(server: ServerProcess) -> None:
+    """MEM-5, MEM-28: an agent's memory written with append_message alone (no model answer ever) is found
+    by search_memory once the table's stream has delivered it (a deadline, no sleep)."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chat_history_client.mcp_server"],
+        env=_env(server, CHAT_HISTORY_USER="mcp-frank"),
+    )
+
+    async def scenario() -> tuple[str, list[dict[str, Any]]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            # Given a message appended through the MCP server, in a conversation of its own
+            appended = _result(
+                await session.call_tool("append_message", {"content": "The boat is moored at pier nine"})
+            )
+            # When search_memory looks for a word of it until a deadline
+            deadline = time.monotonic() + 30
+            while True:
+                found = _result(
+                    await session.call_tool("search_memory", {"query": "moored pier", "limit": 5})
+                )
+                if found["results"] or time.monotonic() > deadline:
+                    return str(appended["conversation_id"]), list(found["results"])
+                await asyncio.sleep(0.1)
+
+    conversation_id, results = asyncio.run(scenario())
+    # Then the appended message is found
+    assert [r["conversation_id"] for r in results] == [conversation_id]
+    assert "pier nine" in results[0]["snippet"]

@@ -41,6 +41,8 @@ class PostMessage:
     #: MEM-6: the post's own `recall` (True, False or {"max_tokens", "scope"}) over the conversation's
     #: window policy; None: the conversation's.
     recall: Any = None
+    #: RSP-9: False for a `store: false` response's turn (a conversation it starts is marked unkept).
+    kept: bool = True
 
     @property
     def has_content(self) -> bool:

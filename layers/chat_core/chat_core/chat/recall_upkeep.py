@@ -1,17 +1,23 @@
-"""Recall index upkeep (MEM-5), off the post path: on the table's stream, after the turn is stored.
+"""Recall index upkeep (MEM-5), off the post path: on the table's stream, for every message stored.
 
-For each conversation that ended a turn in a stream batch: GetItem the tail, one Query of the messages
-above its watermark, analyse the indexable ones, seal full runs of SEAL_DOCS into segments, merge while
-MERGE_FANOUT segments share a level, write the new segments, then the tail (conditional on its version:
-on conflict everything is re-read and redone), then delete the segments merged away. Redelivery is a
-no-op past the watermark. Deleted messages, failed replies and system messages are never indexed, nor
-anything of a deleted conversation (so neither are turns stored with `store: false`: their conversation
-is deleted as soon as it is answered); a message deleted after it was indexed is dropped when recall
-fetches it (deletion takes effect at once).
+For each conversation that stored an indexable message in a stream batch (a post's turn, an append, a
+Conversations API item: any INSERT of a user, assistant or tool message): GetItem the tail, one Query of
+the messages above its watermark, a BatchGetItem of its holes when it has any, analyse the indexable
+ones, seal full runs of SEAL_DOCS into segments, merge while MERGE_FANOUT segments share a level, write
+the new segments, then the tail (conditional on its version: on conflict everything is re-read and
+redone), then delete the segments merged away. Redelivery is a no-op past the watermark. A slot still
+empty below the newest message (a reply the model is still writing, beside an append that came after
+it) holds nothing back: the messages above it are indexed at once and the slot is kept as a hole, read
+again by each upkeep until its message comes or HOLE_PATIENCE has passed. Deleted messages, failed
+replies and system messages are never indexed, nor anything of a deleted conversation or of one made
+for a `store: false` response (its conversation item says so from its first write, and is deleted as
+soon as it is answered); a message deleted after it was indexed is dropped when recall fetches it
+(deletion takes effect at once).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
@@ -27,8 +33,14 @@ from chat_core.store.recall_index import SegmentRef, Tail, TailConflict
 from chat_core.store.records import MessageRecord
 
 _ATTEMPTS: Final = 4
-#: Messages above a gap in the seqs (a reply slot not filled yet) wait for it, unless this many do.
+#: Semantic recall's vectors (chat.recall_embedding) wait above a gap in the seqs, unless this many do.
 GAP_PATIENCE: Final = 16
+#: Seconds an empty slot below the watermark is read again for its message: Lambda's longest run (a
+#: post cannot fill its reply slot after it; the next post closes an abandoned one with a failed reply,
+#: which is never indexed anyway).
+HOLE_PATIENCE: Final = 900
+#: Holes a tail keeps (one BatchGetItem reads them all); the oldest go first.
+MAX_HOLES: Final = 100
 
 
 def message_text(message: MessageRecord) -> str:
@@ -40,12 +52,12 @@ def message_text(message: MessageRecord) -> str:
     return text
 
 
+#: The roles the index reads (a system message never is).
+INDEXED_ROLES: Final = ("user", "assistant", "tool")
+
+
 def indexable(message: MessageRecord) -> bool:
-    return (
-        message.status == "ok"
-        and message.deleted_at is None
-        and message.role in ("user", "assistant", "tool")
-    )
+    return message.status == "ok" and message.deleted_at is None and message.role in INDEXED_ROLES
 
 
 def as_document(message: MessageRecord) -> DocTerms:
@@ -61,13 +73,31 @@ def as_document(message: MessageRecord) -> DocTerms:
 
 
 def _readable(watermark: int, messages: Sequence[MessageRecord]) -> list[MessageRecord]:
-    """The messages to take now: up to the first gap in the seqs, unless many wait above it."""
+    """The messages the vectors take now: up to the first gap in the seqs, unless many wait above it."""
     expected = watermark + 1
     for index, message in enumerate(messages):
         if message.seq != expected:
             return list(messages) if len(messages) - index >= GAP_PATIENCE else list(messages[:index])
         expected += 1
     return list(messages)
+
+
+def open_holes(tail: Tail, now: float) -> list[int]:
+    """The tail's holes still worth reading (seen empty less than HOLE_PATIENCE ago)."""
+    return [seq for seq, seen in tail.holes if now - seen < HOLE_PATIENCE]
+
+
+def next_holes(
+    tail: Tail, above: Sequence[MessageRecord], filled: Iterable[int], now: float
+) -> tuple[tuple[int, int], ...]:
+    """The holes after taking `above` (the messages over the watermark) and the `filled` ones: those still
+    open, and every seq between the watermark and the newest message that has no message yet."""
+    done = set(filled)
+    kept = [(seq, seen) for seq, seen in tail.holes if seq not in done and now - seen < HOLE_PATIENCE]
+    present = {m.seq for m in above}
+    newest = max(present, default=tail.watermark)
+    fresh = [(seq, int(now)) for seq in range(tail.watermark + 1, newest) if seq not in present]
+    return tuple([*kept, *fresh][-MAX_HOLES:])
 
 
 def _ref(docs: Sequence[DocTerms], data: bytes, level: int) -> SegmentRef:
@@ -129,16 +159,23 @@ def plan_update(
     return new_tail, list(written.values()), merged_away
 
 
-def update_index(owner: str, conversation_id: str) -> int:
+def update_index(owner: str, conversation_id: str, *, now: float | None = None) -> int:
     """Bring the conversation's index up to its newest message; the documents added (0: up to date)."""
     for _ in range(_ATTEMPTS):
+        clock = time.time() if now is None else now
         tail = store.read_tail(owner, conversation_id)
         above, live = store.messages_above(owner, conversation_id, tail.watermark)
-        # A deleted conversation (`store: false` turns delete theirs at once) is never indexed further.
-        messages = _readable(tail.watermark, above) if live else []
+        # A deleted conversation, or one a `store: false` response made, is never indexed further.
+        if not live:
+            return 0
+        waiting = open_holes(tail, clock)
+        pk = conversation_pk(owner, conversation_id)
+        filled = store.get_messages([(pk, seq) for seq in waiting]) if waiting else []
+        messages = sorted([*filled, *above], key=lambda m: m.seq)
         if not messages:
             return 0
         new_tail, sealed, merged_away = plan_update(owner, conversation_id, tail, messages)
+        new_tail = replace(new_tail, holes=next_holes(tail, above, (m.seq for m in filled), clock))
         try:
             store.save(
                 owner,
@@ -174,8 +211,31 @@ def stored_only(
     return [target for target in targets if target not in unstored]
 
 
+def conversations_in(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(owner, conversation_id) of each conversation that stored an indexable message in `records` (the
+    INSERT of a user, assistant or tool message: the template's filter), once, in order."""
+    seen: dict[str, tuple[str, str]] = {}
+    for record in records:
+        data = record.get("dynamodb") or {}
+        image = data.get("NewImage") or {}
+        if record.get("eventName") != "INSERT" or _string(image, "type") != "message":
+            continue
+        if _string(image, "role") not in INDEXED_ROLES:
+            continue
+        pk = _string(data.get("Keys") or {}, "pk")
+        parsed = parse_conversation_pk(pk) if pk else None
+        if parsed is not None:
+            seen.setdefault(pk or "", parsed)
+    return list(seen.values())
+
+
+def _string(image: Mapping[str, Any], name: str) -> str | None:
+    value = image.get(name)
+    return value.get("S") if isinstance(value, Mapping) else None
+
+
 def process_stream(targets: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    """Index each (owner, conversation_id) that ended a turn in a stream batch (each tried; failures listed).
+    """Index each (owner, conversation_id) that stored a message in a batch (each tried; failures listed).
 
     The caller raises for the failures after its own work, so Lambda retries the batch; the watermark
     makes the retry a no-op for the conversations already indexed.

@@ -211,7 +211,7 @@ def recall_messages(
     hits = recall.score(terms, index.segments, n_docs=tail.n_docs, total_length=tail.total_length, keep=keep)
     scores = {h.doc.seq: h.score for h in hits}
     tokens = {h.doc.seq: h.doc.tokens for h in hits}
-    fresh = [m for m in history if m.seq > tail.watermark and m.seq not in sent and m.status == "ok"]
+    fresh = [m for m in history if not tail.holds(m.seq) and m.seq not in sent and m.status == "ok"]
     if fresh:
         weights = recall.term_weights(terms, index.segments, max(1, tail.n_docs))
         analysed = ((m.seq, recall.analyse(m.content or "")) for m in fresh)
@@ -223,7 +223,7 @@ def recall_messages(
     if semantic:
 
         def expand(seq: int) -> list[int] | None:
-            return _unit(seq, index, allowed) if seq not in at_hand or seq <= tail.watermark else [seq]
+            return _unit(seq, index, allowed) if seq not in at_hand or tail.holds(seq) else [seq]
 
         left = [m.seq for m in history if m.seq not in sent and m.status == "ok" and m.role != "system"]
         found = recall_hybrid.hybrid_scores(
@@ -238,7 +238,7 @@ def recall_messages(
     for seq in sorted(scores, key=lambda s: (-scores[s], -s)):
         if seq in taken:
             continue
-        members = _unit(seq, index, allowed) if seq not in at_hand or seq <= tail.watermark else [seq]
+        members = _unit(seq, index, allowed) if seq not in at_hand or tail.holds(seq) else [seq]
         if members is None or any(m in sent or m in taken for m in members):
             continue
         cost = sum(tokens.get(m) or (index.docs[m].tokens if m in index.docs else 0) for m in members)

@@ -48,7 +48,7 @@ from chat_core.chat.views import message_view
 from chat_core.engine.tokens.encodings import encoding_for_model
 from chat_core.errors import ConversationNotFound, InvalidInput, NotFound
 from chat_core.store import conversations as store
-from chat_core.store import tree
+from chat_core.store import recall_index, tree
 from chat_core.store.records import ConversationRecord, MessageRecord
 
 #: Messages read back from an answer to find the input of its turn (a post records at most 30 steps).
@@ -237,11 +237,14 @@ def writes_before_post(plan: ResponsePlan) -> bool:
     return moves or prompt or bool(plan.prefix)
 
 
-def open_response(owner: str, plan: ResponsePlan, model: str, idempotency_key: str | None) -> str | None:
+def open_response(
+    owner: str, plan: ResponsePlan, model: str, idempotency_key: str | None, *, kept: bool = True
+) -> str | None:
     """The plan's writes before its post: a new conversation when the input needs one before the post
     (a system prompt, appended messages; with an Idempotency-Key it is named by the key, so a retry
-    finds it again), the system prompt, the active path moved to the answer continued, the appended
-    messages. The conversation's id (None: the post creates it)."""
+    finds it again; marked unkept before any message when not `kept`, RSP-9), the system prompt, the
+    active path moved to the answer continued, the appended messages. The conversation's id (None: the
+    post creates it)."""
     conversation = plan.conversation
     if conversation is None:
         if plan.system_prompt is None and not plan.prefix:
@@ -255,6 +258,8 @@ def open_response(owner: str, plan: ResponsePlan, model: str, idempotency_key: s
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()[:40]
             view, _ = conversation_for_key(owner, f"responses:{digest}", settings)
             conversation_id = str(view["conversation_id"])
+        if not kept:
+            recall_index.mark_unkept(owner, conversation_id)
     else:
         conversation_id = conversation.conversation_id
         if plan.system_prompt is not None and plan.system_prompt != conversation.system_prompt:

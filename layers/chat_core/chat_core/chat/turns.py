@@ -209,6 +209,7 @@ def start_conversation(owner: str, request: PostMessage, settings: Settings) -> 
         created_at=user.created_at,
         updated_at=user.created_at,
         turn_count=1,
+        unkept=None if request.kept else True,
     )
     started = session_start(conversation, settings)
     recorder = TurnRecorder.new(1)

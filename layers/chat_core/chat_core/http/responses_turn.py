@@ -334,7 +334,13 @@ def _command(turn: PostMessageIn, request: ResponseCreateIn, previous: MessageRe
         if request.store is not False
         else {"store": False}
     )
-    return replace(command, instructions=request.instructions, answer_settings=kept or None, as_sent=as_sent)
+    return replace(
+        command,
+        instructions=request.instructions,
+        answer_settings=kept or None,
+        as_sent=as_sent,
+        kept=request.store is not False,
+    )
 
 
 def _respond(
@@ -392,7 +398,8 @@ def _respond(
     admitted = responses.writes_before_post(plan)
     if admitted:
         rate_limit.check(owner)
-    conversation_id = responses.open_response(owner, plan, model, idempotency_key)
+    kept = request.store is not False
+    conversation_id = responses.open_response(owner, plan, model, idempotency_key, kept=kept)
     if made is not None and conversation_id is not None:
         made.append(conversation_id)
     if conversation_id is not None and turn.conversation_id is None:

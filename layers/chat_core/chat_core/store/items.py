@@ -92,6 +92,9 @@ class Conversation(TableItem, discriminator="conversation"):
     slot_parents = JSONAttribute(null=True)
     #: API-21: the key the caller named it by (its ConversationName item points here), if any.
     conversation_key = UnicodeAttribute(null=True)
+    #: RSP-9: made for a `store: false` response and deleted once it is answered: the table stream's
+    #: consumers never index or embed anything of it (set before its first message is written).
+    unkept = BooleanAttribute(null=True)
 
     @classmethod
     def key(cls, owner: str, conversation_id: str) -> tuple[str, str]:

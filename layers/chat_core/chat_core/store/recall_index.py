@@ -5,7 +5,8 @@ descending Query, `sk >= "MSG#"`, never meets them; a purge deletes them with th
 
 - `IDX#~` the tail: the unsealed documents (an encoded segment of fewer than SEAL_DOCS), the manifest
   of sealed segments (id, level, docs, seq range, bytes), the totals (documents, term count), the
-  watermark (highest seq indexed) and a version every write checks.
+  watermark (highest seq indexed), the holes below it (seqs whose slot was still empty when the
+  messages above were indexed, with when that was seen) and a version every write checks.
 - `IDX#<id>` sealed segments, immutable: written once, deleted only when merged into a larger one.
 
 Items hold term hashes, counts and seqs only, never text. A warm process keeps decoded segments (they
@@ -50,6 +51,8 @@ class RecallTail(TableItem, discriminator="recall_tail"):
     total_length = NumberAttribute(default=0)
     segments = JSONAttribute(null=True)
     pending = BinaryAttribute(null=True, legacy_encoding=False)
+    #: [[seq, epoch seconds first seen empty], ...]: slots below the watermark not indexed yet.
+    holes = JSONAttribute(null=True)
 
 
 class RecallSegment(TableItem, discriminator="recall_segment"):
@@ -103,6 +106,13 @@ class Tail:
     total_length: int = 0
     segments: list[SegmentRef] = field(default_factory=list)
     pending: bytes | None = None
+    #: (seq, epoch seconds) of each slot below the watermark that was empty when the messages above it
+    #: were indexed: its message is indexed when it comes (chat.recall_upkeep).
+    holes: tuple[tuple[int, int], ...] = ()
+
+    def holds(self, seq: int) -> bool:
+        """Whether the message at `seq` was read into the index (indexed, or left out as not indexable)."""
+        return seq <= self.watermark and all(seq != hole for hole, _ in self.holes)
 
     @classmethod
     def of(cls, item: RecallTail) -> Tail:
@@ -113,6 +123,7 @@ class Tail:
             total_length=int(item.total_length or 0),
             segments=[SegmentRef.of(s) for s in item.segments or []],
             pending=bytes(item.pending) if item.pending else None,
+            holes=tuple((int(seq), int(seen)) for seq, seen in item.holes or []),
         )
 
 
@@ -207,9 +218,9 @@ def read_segments(wanted: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Se
 
 
 def messages_above(owner: str, conversation_id: str, watermark: int) -> tuple[list[MessageRecord], bool]:
-    """The messages after `watermark`, oldest first, and whether the conversation is live: one Query
-    (paginated) from the first message above the watermark up to the conversation item (`~META` sorts
-    after every message)."""
+    """The messages after `watermark`, oldest first, and whether the conversation is live and kept (not
+    made for a `store: false` response): one Query (paginated) from the first message above the
+    watermark up to the conversation item (`~META` sorts after every message)."""
     base.bind()
     pk = conversation_pk(owner, conversation_id)
     out: list[MessageRecord] = []
@@ -221,10 +232,21 @@ def messages_above(owner: str, conversation_id: str, watermark: int) -> tuple[li
             if isinstance(item, Message):
                 out.append(MessageRecord.of(item))
             elif isinstance(item, Conversation):
-                live = not item.is_deleted
+                live = not item.is_deleted and not item.unkept
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise _fail(exc) from exc
     return out, live
+
+
+def mark_unkept(owner: str, conversation_id: str) -> None:
+    """RSP-9: the conversation is a `store: false` response's (Conversation.unkept), so `messages_above`
+    finds it not to be indexed; one UpdateItem, conditional on the conversation being there."""
+    base.bind()
+    pk, sk = Conversation.key(owner, conversation_id)
+    try:
+        Conversation(pk, sk).update(actions=[Conversation.unkept.set(True)], condition=TableItem.pk.exists())
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise _fail(exc) from exc
 
 
 def get_messages(keys: Sequence[tuple[str, int]]) -> list[MessageRecord]:
@@ -270,6 +292,7 @@ def save(
             total_length=tail.total_length,
             segments=[s.to_json() for s in tail.segments],
             pending=tail.pending,
+            holes=[[seq, seen] for seq, seen in tail.holes] or None,
         )
         condition = (
             RecallTail.pk.does_not_exist()

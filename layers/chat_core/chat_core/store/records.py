@@ -308,6 +308,7 @@ class ConversationRecord:
     active_leaf: int | None = None
     slot_parents: Any = None
     conversation_key: str | None = None
+    unkept: bool | None = None
 
     @property
     def pk(self) -> str:
@@ -359,6 +360,7 @@ class ConversationRecord:
             active_leaf=_int(item.active_leaf),
             slot_parents=item.slot_parents,
             conversation_key=item.conversation_key,
+            unkept=item.unkept,
         )
 
     def to_item(self) -> Conversation:
