@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     repo = args.fresh_clone.resolve() if args.fresh_clone is not None else None
     if repo is not None and shutil.which("git") is None:
         parser.error("--fresh-clone needs git")
+    has_head = ["git", "-C", str(repo), "rev-parse", "HEAD"]
+    if repo is not None and subprocess.call(has_head, stdout=subprocess.DEVNULL) != 0:
+        parser.error(f"--fresh-clone: {repo} is not a git repository with a commit")
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
     for spinner in spinners:
         spinner.start()
