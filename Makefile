@@ -108,9 +108,12 @@ browser: ## Chromium and its driver for the console's browser tests (Debian/Ubun
 screenshots: venv ## retake the console screenshots docs/console.md shows (docs/images), from its browser tests
 	CONSOLE_SCREENSHOTS=docs/images CONSOLE_BROWSER_REQUIRED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/e2e/test_console_browser.py
 
+# Each round as CI runs: a fresh clone of the committed HEAD (uncommitted changes are not in it), its own
+# venv, nothing byte-compiled. STRESS_PYTEST_ARGS narrows a round, e.g. to one test file with --count N.
 STRESS_ROUNDS ?= 3
-test-stress: venv ## the whole pytest suite (as `make unit`) 3 times (STRESS_ROUNDS) in a row while another process keeps one core busy
-	$(PY) scripts/run_under_load.py --rounds $(STRESS_ROUNDS) --busy 1 -- $(VENV)/bin/pytest $(PYTEST_PARALLEL) -q -p no:cacheprovider
+STRESS_PYTEST_ARGS ?= $(PYTEST_PARALLEL) -q -p no:cacheprovider
+test-stress: venv ## the whole pytest suite (as `make unit`) 3 times (STRESS_ROUNDS), each in a fresh clone of HEAD, while another process keeps one core busy
+	$(PY) scripts/run_under_load.py --rounds $(STRESS_ROUNDS) --busy 1 --fresh-clone . -- $(VENV)/bin/pytest $(STRESS_PYTEST_ARGS)
 
 bench: venv ## benchmarks: prints a table and writes bench/RESULTS.md
 	$(PY) -m bench

@@ -9,13 +9,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from chat_local.client import DEFAULT_API, ApiError, ChatApi, ServerUnreachable
-from chat_local.session import ChatSession, SessionOptions, TokenizerChoiceError, TurnResult
+from chat_local.session import ChatSession, SessionOptions, TokenizerChoiceError, TurnInterrupted, TurnResult
 
 EXIT_OK = 0
 EXIT_TURN_FAILED = 1
@@ -135,29 +135,64 @@ class Console:
         print(text, file=self.err, flush=True)
 
     @contextmanager
-    def thinking(self) -> Iterator[None]:
-        """A spinner on stderr while the model thinks (only on a terminal)."""
+    def thinking(self) -> Iterator[Callable[[], None]]:
+        """A spinner on stderr while the model thinks (only on a terminal); yields what stops it early.
+
+        Once "thinking…" shows, Ctrl-C ends the turn: the drawing thread starts with SIGINT blocked, so the
+        key reaches the main thread, and it starts inside the `try` that stops it, so a Ctrl-C pressed as
+        the first frame appears (the main thread still in `Thread.start`) cannot leave it drawing forever.
+        """
         if not self.spinner_enabled:
-            yield
+            yield _nothing
             return
         stop = threading.Event()
 
         def spin() -> None:
+            drawn = False
             for frame in itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"):
+                if stop.is_set():
+                    break
                 self.err.write(f"\r{frame} thinking…")
                 self.err.flush()
+                drawn = True
                 if stop.wait(0.1):
                     break
-            self.err.write("\r\033[K")
-            self.err.flush()
+            if drawn:
+                self.err.write("\r\033[K")
+                self.err.flush()
 
         thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
+
+        def done() -> None:
             stop.set()
-            thread.join()
+            # Not alive: never started, or a Ctrl-C came before it was; it then draws nothing (stop is set).
+            if thread.is_alive():
+                thread.join()
+
+        try:
+            with _sigint_held():
+                thread.start()
+            yield done
+        finally:
+            done()
+
+
+def _nothing() -> None:
+    pass
+
+
+@contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT waits meanwhile (blocked, not lost: it arrives on leaving), and a thread started here keeps it
+    blocked for good, so Ctrl-C always interrupts the main thread."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks; its Ctrl-C goes to the main thread
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _isatty(stream: IO[str]) -> bool:
@@ -264,19 +299,23 @@ class Repl:
                 break
             if line is None:
                 break
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("//"):
-                text = text[1:]
-            elif text.startswith("/"):
-                if not self.command(text):
-                    break
-                continue
+            # Ctrl-C once a line is read, whatever it runs (a turn, a /command), ends that and not the REPL.
             try:
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("//"):
+                    text = text[1:]
+                elif text.startswith("/"):
+                    if not self.command(text):
+                        break
+                    continue
                 last = _exit_code(self.turn(text))
+            except TurnInterrupted as exc:
+                sent = "the server may still store this turn" if exc.sent else "nothing was sent"
+                self.console.info(f"(interrupted; {sent})")
             except KeyboardInterrupt:
-                self.console.info("(interrupted; the server may still store this turn)")
+                self.console.info("(interrupted)")
         self.finish()
         return last
 

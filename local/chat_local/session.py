@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +21,15 @@ SHIPPED_ENCODINGS = ("o200k_base", "cl100k_base")
 
 class TokenizerChoiceError(ValueError):
     """--tokenizer-model names neither a shipped encoding nor a model the tokenizer can map."""
+
+
+class TurnInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a turn, which the log ends as interrupted; `sent`: its message had gone to the server,
+    which may then still store the turn."""
+
+    def __init__(self, *, sent: bool) -> None:
+        super().__init__("interrupted by the user")
+        self.sent = sent
 
 
 class PromptCounter:
@@ -109,6 +118,17 @@ class TurnResult:
     streamed: bool = False
 
 
+INTERRUPTED = "interrupted by the user"
+
+
+@dataclass
+class _Progress:
+    """How far a turn got, for the log of one that Ctrl-C ends."""
+
+    sent: bool = False
+    prompt_tokens: int | None = None
+
+
 def _usage_reported(usage: Mapping[str, Any] | None) -> bool:
     if not isinstance(usage, Mapping):
         return False
@@ -151,6 +171,9 @@ class ChatSession:
         self.tokens = TokenTally()
         self.started = time.monotonic()
         self.closed = False
+        #: The last turns whose turn_start / turn_end are logged (an interrupted turn is ended once).
+        self._started_turn = 0
+        self._ended_turn = 0
 
     # -- construction -----------------------------------------------------------------------------
 
@@ -253,10 +276,39 @@ class ChatSession:
         on_warning: Callable[[str], None] | None = None,
         on_delta: Callable[[str], None] | None = None,
     ) -> TurnResult:
-        """One Turn: window check (refuse over --max-prompt-tokens), post, record events."""
+        """One Turn: window check (refuse over --max-prompt-tokens), post, record events.
+
+        Ctrl-C at any point of it raises TurnInterrupted once the log has ended the turn as interrupted.
+        `waiting()` is entered around the post; what it yields, if callable, is called on the reply's
+        first piece (the spinner stops there).
+        """
         self.turn += 1
         turn = self.turn
         started = time.monotonic()
+        progress = _Progress()
+        try:
+            return self._run_turn(turn, started, content, progress, waiting, on_warning, on_delta)
+        except KeyboardInterrupt:
+            if self._ended_turn == turn:
+                raise TurnInterrupted(sent=progress.sent) from None
+            if self._started_turn != turn:
+                self._emit("turn_start", turn=turn, content=content, role="user", meta={})
+            if progress.sent:
+                # The server may still finish and store this turn; the log says the client stopped waiting.
+                self.turns_stored += 1
+            self._end_turn(turn, started, "error", INTERRUPTED, prompt_tokens=progress.prompt_tokens)
+            raise TurnInterrupted(sent=progress.sent) from None
+
+    def _run_turn(
+        self,
+        turn: int,
+        started: float,
+        content: str,
+        progress: _Progress,
+        waiting: Callable[[], AbstractContextManager[Any]],
+        on_warning: Callable[[str], None] | None,
+        on_delta: Callable[[str], None] | None,
+    ) -> TurnResult:
         user_tokens = self.counter.text(content)
         try:
             window: WindowPreview | None = self.preview(content)
@@ -273,11 +325,12 @@ class ChatSession:
                 "dropped": len(window.stats.get("dropped") or []),
             }
         self._emit("turn_start", turn=turn, content=content, role="user", meta=start_meta)
+        self._started_turn = turn
 
         if window_error is not None:
             return self._end_turn(turn, started, "error", _describe(window_error), exc=window_error)
         assert window is not None
-        prompt_tokens = window.prompt_tokens
+        prompt_tokens = progress.prompt_tokens = window.prompt_tokens
         limit = self.options.max_prompt_tokens
         if limit is not None and prompt_tokens > limit:
             message = (
@@ -297,17 +350,20 @@ class ChatSession:
                 on_warning(warning)
 
         try:
-            with ExitStack() as spinner:
-                # The spinner turns until the reply starts to arrive (or, without a stream, until it has).
-                spinner.enter_context(waiting())
+            # A `with`, not ExitStack.enter_context: nothing runs between the spinner's start and the block
+            # that stops it, where a Ctrl-C would leave it turning. It turns until the reply starts to arrive
+            # (or, without a stream, until it has).
+            with waiting() as stop_waiting:
                 piece = None
                 if on_delta is not None:
                     show = on_delta
 
                     def piece(text: str) -> None:
-                        spinner.close()
+                        if callable(stop_waiting):
+                            stop_waiting()
                         show(text)
 
+                progress.sent = True
                 response = self.api.post_message(
                     self.session_id, content, model=self.options.model, on_delta=piece
                 )
@@ -319,11 +375,6 @@ class ChatSession:
             return self._end_turn(turn, started, "error", str(exc), exc=exc, prompt_tokens=prompt_tokens)
         except ServerUnreachable as exc:
             return self._end_turn(turn, started, "error", str(exc), exc=exc, prompt_tokens=prompt_tokens)
-        except KeyboardInterrupt:
-            # The server may still finish and store this turn; the log says the client stopped waiting.
-            self.turns_stored += 1
-            self._end_turn(turn, started, "error", "interrupted by the user", prompt_tokens=prompt_tokens)
-            raise
         self.turns_stored += 1
         result = self._answered(turn, started, response, prompt_tokens, warning)
         result.streamed = on_delta is not None and bool(result.reply)
@@ -428,6 +479,7 @@ class ChatSession:
             meta["httpStatus"] = exc.status
             meta["errorCode"] = exc.code
         self._emit("turn_end", turn=turn, meta=meta)
+        self._ended_turn = turn
         return TurnResult(
             turn=turn,
             status=status,

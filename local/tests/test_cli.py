@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import socket
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from chat_core.engine import tokens
 from chat_local import cli
-from chat_local.client import ServerUnreachable, _error_from
-from chat_local.history import FIELDS, JsonlHistorySink, make_event, read_events
-from chat_local.session import PromptCounter, TokenizerChoiceError
+from chat_local.client import ChatApi, ServerUnreachable, _error_from
+from chat_local.history import FIELDS, JsonlHistorySink, MemoryHistorySink, make_event, read_events
+from chat_local.session import (
+    ChatSession,
+    PromptCounter,
+    SessionOptions,
+    TokenizerChoiceError,
+    TurnInterrupted,
+)
 
 
 def test_warn_above_max_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,3 +206,117 @@ def test_seed002_resumed_session_numbers_turns_from_the_servers_turn_count() -> 
     )
     # Then its first new turn is turn 4
     assert session.first_turn == 4
+
+
+class _Terminal(io.StringIO):
+    """A terminal's stream; `on_write` sees each text written to it (from whichever thread writes)."""
+
+    def __init__(self, on_write: Callable[[str], None] = lambda text: None) -> None:
+        super().__init__()
+        self.on_write = on_write
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self.on_write(text)
+        return written
+
+
+def _press_ctrl_c() -> None:
+    """What the terminal does on Ctrl-C: SIGINT to the process (the kernel picks the thread)."""
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.fixture
+def ctrl_c_interrupts() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt here, as in `chat` at a terminal (a CI runner may start the tests
+    with SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _session(handler: Callable[[httpx.Request], httpx.Response], sink: MemoryHistorySink) -> ChatSession:
+    api = ChatApi("http://api.test", transport=httpx.MockTransport(handler))
+    return ChatSession(
+        api,
+        {"conversation_id": "c1", "turn_count": 0},
+        mode="interactive",
+        options=SessionOptions(),
+        counter=PromptCounter(None, None),
+        sink=sink,
+        created=False,
+    )
+
+
+def _window(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, json={"messages": [json.loads(request.content)], "stats": {}})
+
+
+def test_seed002_ctrl_c_as_the_spinner_appears_ends_the_turn_and_the_spinner(ctrl_c_interrupts: None) -> None:
+    """Seed 002 interactive mode (LOC-1): Ctrl-C pressed the moment "thinking…" shows (the main thread still
+    starting the spinner's thread) ends the turn, logged as interrupted, and the spinner with it: it used
+    to go on drawing over the next prompt."""
+    released = threading.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/window"):
+            return _window(request)
+        released.wait(30)
+        return httpx.Response(503, json={"error": {"code": "late", "message": "never read"}})
+
+    # Given a terminal where the user presses Ctrl-C as the first "thinking…" frame is drawn
+    pressed = threading.Event()
+
+    def watch(text: str) -> None:
+        if "thinking" in text and not pressed.is_set():
+            pressed.set()
+            _press_ctrl_c()
+
+    err = _Terminal(watch)
+    console = cli.Console(_Terminal(), err)
+    sink = MemoryHistorySink()
+    session = _session(handler, sink)
+    before = set(threading.enumerate())
+    # When a turn runs
+    try:
+        with pytest.raises(TurnInterrupted) as interrupted:
+            session.run_turn("slow one", waiting=console.thinking, on_delta=console.piece)
+    finally:
+        released.set()
+    # Then the turn ended (before or while posting, as the threads ran) and no spinner is left drawing
+    assert pressed.is_set()
+    assert isinstance(interrupted.value, TurnInterrupted)
+    assert set(threading.enumerate()) - before == set()
+    assert err.getvalue().endswith("\r\033[K")
+    # And the log ends the turn as interrupted
+    assert [e["type"] for e in sink.events] == ["turn_start", "turn_end"]
+    assert sink.events[-1]["meta"]["errorMessage"] == "interrupted by the user"
+
+
+def test_seed002_ctrl_c_before_the_spinner_ends_the_turn_unsent(ctrl_c_interrupts: None) -> None:
+    """Seed 002 interactive mode (LOC-1): Ctrl-C while the window is checked, before anything is posted,
+    ends that turn too (not the REPL, not lost): logged as interrupted, nothing sent."""
+    posted = threading.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/window"):
+            _press_ctrl_c()
+            return _window(request)
+        posted.set()
+        return httpx.Response(503, json={"error": {"code": "late", "message": "not expected"}})
+
+    # Given a session whose window check is where the user presses Ctrl-C
+    sink = MemoryHistorySink()
+    session = _session(handler, sink)
+    console = cli.Console(_Terminal(), _Terminal())
+    # When a turn runs
+    with pytest.raises(TurnInterrupted) as interrupted:
+        session.run_turn("quick one", waiting=console.thinking, on_delta=console.piece)
+    # Then nothing was posted and the log ends the turn as interrupted
+    assert interrupted.value.sent is False
+    assert not posted.is_set()
+    assert [e["type"] for e in sink.events] == ["turn_start", "turn_end"]
+    assert sink.events[-1]["meta"]["errorMessage"] == "interrupted by the user"
