@@ -16,3 +16,8 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "chat-history")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "ChatHistory")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_DEV", "false")
+
+# After the environment is set: botocore reads none of it at import, but nothing here should come first.
+from tests.support.botocore_data import share_parsed_files
+
+share_parsed_files()
