@@ -1,10 +1,11 @@
-"""botocore's data files parsed once per test process instead of once per botocore session.
+"""botocore's data files read once per test process instead of once per botocore session.
 
-Every runtime a test builds opens its own botocore session, and each session's loader parses the service
-model, endpoints and endpoint rule set JSON again: about 40% of building a DynamoDB client, and most of an
-integration test's CPU. The files are read-only package data and botocore already shares one parse among
-the clients of a session, so sharing it among sessions changes nothing but the time; the product and the
-local server's processes are untouched.
+Every runtime a test builds opens its own botocore session, and each session's loader lists the services
+on disk (a stat of every service's folder) and parses the service model, endpoints and endpoint rule set
+JSON again: most of building a DynamoDB client, and most of an integration test's CPU. The files are
+read-only package data and botocore already shares one read among the clients of a session, so sharing
+it among sessions changes nothing but the time; the product and the local server's processes are
+untouched.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import Any
 from botocore import loaders
 
 _parsed: dict[str, Any] = {}
+_listed: dict[tuple[tuple[str, ...], str], list[str]] = {}
 _lock = threading.Lock()
 
 
 def share_parsed_files() -> None:
-    """Make `JSONFileLoader.load_file` return the first parse of each path (idempotent)."""
+    """`JSONFileLoader.load_file` returns the first parse of each path, and
+    `Loader.list_available_services` the first listing of each search path and type (idempotent)."""
     original = loaders.JSONFileLoader.load_file
     if getattr(original, "shares_parsed_files", False):
         return
@@ -36,3 +39,17 @@ def share_parsed_files() -> None:
 
     load_file.shares_parsed_files = True  # type: ignore[attr-defined]
     loaders.JSONFileLoader.load_file = load_file  # type: ignore[method-assign]
+
+    listing = loaders.Loader.list_available_services
+
+    def list_available_services(self: loaders.Loader, type_name: str) -> list[str]:
+        key = (tuple(self.search_paths), type_name)
+        with _lock:
+            if key in _listed:
+                return list(_listed[key])
+        found = listing(self, type_name)
+        with _lock:
+            _listed.setdefault(key, list(found))
+        return list(found)
+
+    loaders.Loader.list_available_services = list_available_services  # type: ignore[method-assign]
