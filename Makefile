@@ -93,11 +93,19 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 unit: venv ## pytest only, one worker more than the cores
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
 
-# The checks run beside pytest, each target's output kept together: on a fresh clone mypy (no cache yet) and
-# cfn-lint with sam validate take 1.5-3 minutes of CPU, which fit in the time pytest's workers spend
-# waiting on servers, subprocesses and the browser, instead of coming before it. Any failure fails it.
+# The checks run beside pytest instead of before it: on a fresh clone mypy (no cache yet) and cfn-lint
+# with sam validate take 1.5-3 minutes of CPU, which fit in the time pytest's workers spend waiting on
+# servers, subprocesses and the browser. pytest's progress shows as it goes; the checks' output, each
+# target's kept together, follows it. Any failure fails the target.
 test: venv sam-venv ## everything CI runs: ruff, mypy, cfn-lint, sam validate, pytest
-	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck cfn-lint unit
+	@checks=$$(mktemp); \
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck cfn-lint > "$$checks" 2>&1 & \
+	checker=$$!; \
+	$(MAKE) --no-print-directory unit; tests=$$?; \
+	wait $$checker; checked=$$?; \
+	echo "== ruff, mypy, cfn-lint, sam validate:"; cat "$$checks"; rm -f "$$checks"; \
+	if [ $$checked -ne 0 ]; then echo "== the checks failed (exit $$checked)"; fi; \
+	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 
 browser: ## Chromium and its driver for the console's browser tests (Debian/Ubuntu, as root; CI does this)
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
