@@ -139,9 +139,12 @@ PIN_ARCHITECTURE := import sys; from samcli.yamlhelper import yaml_dump, yaml_pa
 	template["Parameters"]["Architecture"].update(Default=arch, AllowedValues=[arch], \
 		Description="Pinned by make build: the layer of this build is " + arch + " only."); \
 	open(path, "w").write(yaml_dump(template))
+# A function folder holds its handler only (every dependency is in the layer), and no requirements.txt: with
+# one, sam runs pip for each of the ~50 functions, most of a build's time; without, it copies the folder
+# (and says "requirements.txt file not found" for each). --parallel builds the layer beside them.
 build: sam-venv ## sam build (no container) into .aws-sam/ (ARCH=arm64|x86_64: functions and layer alike)
 	PATH="$(dir $(PYTHON_SYS)):$$PATH" MAKEFLAGS= LAYER_ARCH=$(ARCH) $(SAM) build --template template.yaml \
-		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
+		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH) --parallel
 	$(SAM_VENV)/bin/python -c '$(PIN_ARCHITECTURE)' "$(BUILD_DIR)/template.yaml" "$(ARCH)"
 
 # About a minute on 2 cores, so `make test` (pytest) runs it too; this runs it alone.
