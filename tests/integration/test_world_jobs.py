@@ -39,15 +39,16 @@ def line(who: str, text: str, tick: int, **kw: object) -> dict[str, object]:
     return {"participant_id": who, "role": "character", "content": text, "game_tick": tick, **kw}
 
 
-def source_world(entries: int) -> tuple[str, bytes]:
-    """A world of two dialogues (whispers among them) and its export file."""
+def source_world(entries: int, per_call: int = 100) -> tuple[str, bytes]:
+    """A world of two dialogues (whispers among them) and its export file: `per_call` lines at a time,
+    alternately among A and B and among A, B and C."""
     w = f"src-{uuid.uuid4().hex[:8]}"
-    for start in range(0, entries, 100):
+    for start in range(0, entries, per_call):
         batch = [
             line("A", f"line {n}", n, **({"visibility": "whisper", "audience": ["B"]} if n % 7 == 0 else {}))
-            for n in range(start, min(entries, start + 100))
+            for n in range(start, min(entries, start + per_call))
         ]
-        add_entries("alice", w, ["A", "B", "C"] if start % 200 else ["A", "B"], batch)
+        add_entries("alice", w, ["A", "B", "C"] if (start // per_call) % 2 else ["A", "B"], batch)
     return w, transfer.export_world_jsonl("alice", w).encode()
 
 
@@ -77,7 +78,11 @@ def test_dlg6_an_import_killed_half_way_and_run_again_holds_one_copy_of_everythi
     """DLG-6: the worker dies after its first batch; the job shows where it got to; running it again
     (the queue redelivers) finishes it, and the world is the source exactly: every entry, witness row
     and count once."""
-    source, exported = source_world(1200)
+    # Given a world of 60 lines in two dialogues, and the job writing 20 lines at a time instead of its
+    # 500 (BATCH), so that 60 lines take the three writes 1,200 would (each line is a write of its own
+    # when the source world is built, most of this test's time)
+    monkeypatch.setattr(jobs, "BATCH", 20)
+    source, exported = source_world(60, per_call=20)
     job = jobs.create_import("alice", "copy")
     upload(job, gzip.compress(exported))
     job_id = str(job["job_id"])
@@ -107,7 +112,7 @@ def test_dlg6_an_import_killed_half_way_and_run_again_holds_one_copy_of_everythi
     result = jobs.run_import("alice", "copy", job_id)
     assert result["status"] == "done"
     done = jobs.get_import("alice", "copy", job_id)
-    assert (done["status"], done["entries"], done["errors"], done["runs"]) == ("done", 1200, [], 2)
+    assert (done["status"], done["entries"], done["errors"], done["runs"]) == ("done", 60, [], 2)
     # Then the copy is the source, line for line, and nothing is there twice
     assert body(transfer.export_world_jsonl("alice", "copy").encode()) == body(exported)
     source_kinds = Counter(sk.split("#")[0] for _, sk in world_keys("alice", source))
