@@ -40,7 +40,7 @@ from chat_local.apigw import (
     json_response,
     proxy_response,
 )
-from chat_local.botocore_data import share_parsed_files
+from chat_local.botocore_data import share_botocore_data
 from chat_local.dynamodb import (
     EmbeddedDynamoDB,
     SnapshotError,
@@ -967,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("botocore", "pynamodb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    share_parsed_files()
+    share_botocore_data()
     config = parse_args(argv)
     api = LocalApi(config)
     stop = threading.Event()

@@ -18,6 +18,6 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_DEV", "false")
 
 # After the environment is set: botocore reads none of it at import, but nothing here should come first.
-from chat_local.botocore_data import share_parsed_files
+from chat_local.botocore_data import share_botocore_data
 
-share_parsed_files()
+share_botocore_data()
