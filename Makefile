@@ -18,7 +18,11 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
+# A dead-letter queue's messages back to their queue (STACK=<stack> QUEUE=<logical id>); docs/operations.md.
+redrive: venv ## move a dead-letter queue's messages back (STACK=... QUEUE=...), or print a stream DLQ's failures
+	$(PY) scripts/redrive.py --stack $(STACK) --queue $(QUEUE)
+
+.PHONY: redrive help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
