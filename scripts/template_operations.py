@@ -509,7 +509,7 @@ def render_deployment_preference(function: Function, every: Sequence[Alarm]) -> 
 
 def _sub_ref(reference: dict[str, Any]) -> str:
     if "Ref" in reference:
-        return "${" + reference["Ref"] + "}"
+        return "${" + str(reference["Ref"]) + "}"
     name, attribute = reference["Fn::GetAtt"]
     return "${" + f"{name}.{attribute}" + "}"
 
