@@ -409,7 +409,7 @@ def _scalar(value: Any) -> str:
 def render_alarm(alarm: Alarm) -> list[str]:
     properties = {
         "AlarmName": {"Fn::Sub": "${AWS::StackName}-" + alarm.logical_id.removesuffix("Alarm")},
-        "AlarmDescription": f"{alarm.description} Runbook: docs/operations.md#{alarm.logical_id.lower()}",
+        "AlarmDescription": f"{alarm.description} Runbook: docs/operations.md, {alarm.logical_id}.",
         "ActionsEnabled": True,
         "AlarmActions": [{"Ref": TOPIC}],
         "OKActions": [{"Ref": TOPIC}],

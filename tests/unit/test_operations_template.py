@@ -161,8 +161,9 @@ def test_the_hook_invokes_the_new_version_of_each_smoke_tested_route(template: d
 
 
 def test_the_runbook_names_every_alarm(template: dict[str, Any]) -> None:
-    """OPS-6: docs/operations.md has a section for each alarm, by its logical id."""
+    """OPS-6: docs/operations.md has a section for each alarm, its logical id in the heading."""
     runbook = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
-    headings = set(re.findall(r"^#+ .*?`(\w+Alarm)`", runbook, flags=re.MULTILINE))
+    heading_lines = re.findall(r"^#+ .*$", runbook, flags=re.MULTILINE)
+    headings = {name for line in heading_lines for name in re.findall(r"`(\w+Alarm)`", line)}
     missing = sorted(set(_alarms(template)) - headings)
     assert not missing, f"docs/operations.md has no section for {missing}"
