@@ -41,8 +41,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             lambda_transport(_invoke, _targets(), user), os.environ.get("SMOKE_TEST_MODEL") or None
         )
         detail = ", ".join(passed)
-    except (SmokeTestFailed, KeyError, ValueError) as exc:
+    except SmokeTestFailed as exc:
         status, detail = "Failed", str(exc)
+    except Exception as exc:  # unreported, CodeDeploy would wait an hour to fail the deployment
+        logger.exception("smoke test could not run")
+        status, detail = "Failed", f"{type(exc).__name__}: {exc}"
     logger.info("smoke test", deployment=deployment, status=status, detail=detail)
     _codedeploy.put_lifecycle_event_hook_execution_status(
         deploymentId=deployment,
