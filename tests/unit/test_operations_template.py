@@ -3,6 +3,7 @@ live alias shifts gradually behind the smoke test, and the runbook names every a
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,32 @@ def test_the_runbook_names_every_alarm(template: dict[str, Any]) -> None:
     headings = {name for line in heading_lines for name in re.findall(r"`(\w+Alarm)`", line)}
     missing = sorted(set(_alarms(template)) - headings)
     assert not missing, f"docs/operations.md has no section for {missing}"
+
+
+def _sub(name: str) -> str:
+    """How Fn::Sub names a resource or attribute: ${Name}."""
+    return "${" + name + "}"
+
+
+def test_the_dashboard_shows_every_function_queue_and_stream(template: dict[str, Any]) -> None:
+    """OPS-6: the generated dashboard graphs each function, each queue's depth, each stream's lag and the
+    model's latency, tokens and cost per day."""
+    # Given the dashboard's body as CloudFormation substitutes it
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    widgets = json.loads(body)["widgets"]
+    rows = [row for w in widgets for row in w["properties"]["metrics"]]
+    # When its metrics are read
+    graphed = {(row[1], row[3]) for row in rows if isinstance(row[0], str) and len(row) > 3}
+    expressions = [row[0]["expression"] for row in rows if isinstance(row[0], dict)]
+    # Then every function, queue and stream mapping is on it
+    for function in FUNCTIONS:
+        assert ("Invocations", _sub(f"{function.name}Function")) in graphed, function.name
+        assert ("Throttles", _sub(f"{function.name}Function")) in graphed, function.name
+        if function.stream:
+            assert ("IteratorAge", _sub(f"{function.name}Function")) in graphed, function.name
+    for name, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::SQS::Queue":
+            assert ("ApproximateNumberOfMessagesVisible", _sub(f"{name}.QueueName")) in graphed, name
+    for metric in ("ProviderLatency", "PromptTokens", "CompletionTokens"):
+        assert any(row[1] == metric for row in rows if isinstance(row[0], str)), metric
+    assert any("DashboardInputPrice" in e for e in expressions)
