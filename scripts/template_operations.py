@@ -462,7 +462,7 @@ def render_hook() -> list[str]:
         f"  {HOOK}:",
         "    Type: AWS::Serverless::Function",
         "    Properties:",
-        '      FunctionName: !Sub "CodeDeployHook_${AWS::StackName}-smoke-test"',
+        '      FunctionName: !Sub "CodeDeployHook_${AWS::StackName}"',
         "      CodeUri: ops/pre_traffic_hook/",
         "      Handler: app.lambda_handler",
         "      Description: Pre-traffic hook - the smoke test of a release's new versions",
