@@ -9,12 +9,32 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 import boto3
 
 #: Queues whose messages are stream failure records (shard and sequence numbers), not messages of a queue:
 #: there is nothing to move them back to; the runbook replays them by direct invocation.
 STREAM_FAILURES = ("SummarizeDeadLetterQueue", "PurgeDeadLetterQueue")
+
+
+def redrive(cloudformation: Any, sqs: Any, stack: str, queue: str, rate: int = 10) -> list[str]:
+    """Start moving `queue` (a logical id of `stack`) back to its source, or read a stream DLQ's failures;
+    the lines to print."""
+    url = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=queue)[
+        "StackResourceDetail"
+    ]["PhysicalResourceId"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    if queue in STREAM_FAILURES:
+        # Received, not deleted: each comes back after its visibility timeout until the replay is done.
+        answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)
+        return [json.dumps(json.loads(m["Body"]), indent=2) for m in answer.get("Messages", [])]
+    # No DestinationArn: SQS moves each message back to the queue it was dead-lettered from.
+    task = sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=rate)
+    return [
+        f"moving {queue} back to its source queue: task {task['TaskHandle']}",
+        f"progress: aws sqs list-message-move-tasks --source-arn {arn}",
+    ]
 
 
 def main() -> int:
@@ -25,21 +45,8 @@ def main() -> int:
     parser.add_argument("--queue", required=True, help="the dead-letter queue's logical id")
     parser.add_argument("--rate", type=int, default=10, help="messages per second to move (default 10)")
     args = parser.parse_args()
-    url = boto3.client("cloudformation").describe_stack_resource(
-        StackName=args.stack, LogicalResourceId=args.queue
-    )["StackResourceDetail"]["PhysicalResourceId"]
-    sqs = boto3.client("sqs")
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    if args.queue in STREAM_FAILURES:
-        # Received, not deleted: each comes back after its visibility timeout until the replay is done.
-        answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)
-        for message in answer.get("Messages", []):
-            print(json.dumps(json.loads(message["Body"]), indent=2))
-        return 0
-    # No DestinationArn: SQS moves each message back to the queue it was dead-lettered from.
-    task = sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=args.rate)
-    print(f"moving {args.queue} back to its source queue: task {task['TaskHandle']}")
-    print(f"progress: aws sqs list-message-move-tasks --source-arn {arn}")
+    lines = redrive(boto3.client("cloudformation"), boto3.client("sqs"), args.stack, args.queue, args.rate)
+    print("\n".join(lines))
     return 0
 
 
