@@ -18,7 +18,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
+.PHONY: redrive help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -160,6 +160,11 @@ chat: venv ## the chat CLI against `make run` (pass options with ARGS="--once he
 
 local-reset: ## delete the local server's data (.local/); stop `make run` first
 	rm -rf .local
+
+# SQS's message move task sends each message back to the queue it was dead-lettered from; a stream's
+# dead-letter queue holds batch positions instead, replayed as docs/operations.md says.
+redrive: venv ## move a dead-letter queue's messages back (STACK=... QUEUE=...), or print a stream DLQ's failures
+	$(PY) scripts/redrive.py --stack $(STACK) --queue $(QUEUE)
 
 FUZZ_MAX_EXAMPLES ?= 100
 fuzz: venv ## schemathesis on every route of the local server, random (FUZZ_MAX_EXAMPLES=100 per route/mode/identity)

@@ -4,7 +4,9 @@
     python scripts/gen_template.py --check   # exit 1 when template.yaml is not what the table generates
 
 Everything between the BEGIN and END markers is this script's; the rest of template.yaml (parameters, the
-table, the bucket, the queues, the API, the outputs) is written by hand.
+table, the bucket, the queues, the API, the outputs) is written by hand. The operations (alarms, dashboard,
+gradual deployments and their pre-traffic hook) come from scripts/template_operations.py, which reads the
+hand-written queues too.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chat_local.template import load_yaml  # noqa: E402
+
 from functions.routes import FUNCTIONS, Function, Grant  # noqa: E402
+from scripts import template_operations as operations  # noqa: E402
 
 TEMPLATE = ROOT / "template.yaml"
 BEGIN = (
@@ -146,8 +153,9 @@ def _events(function: Function) -> list[str]:
     return ["      Events:", *lines] if lines else []
 
 
-def render_function(function: Function) -> list[str]:
-    """The function's resource and its log group."""
+def render_function(function: Function, alarms: list[operations.Alarm] | None = None) -> list[str]:
+    """The function's resource and its log group; with `alarms`, a live alias shifts gradually, rolled back
+    by the alarms that name the function."""
     name = function.name
     lines = [""]
     if function.section:
@@ -178,6 +186,8 @@ def render_function(function: Function) -> list[str]:
             f"      AutoPublishAlias: {ALIAS}",
             "      SnapStart: { ApplyOn: !If [UseSnapStart, PublishedVersions, None] }",
         ]
+        if alarms is not None:
+            lines += operations.render_deployment_preference(function, alarms)
     if function.function_url:
         lines += WEB_ADAPTER
     env = [f"          {key}: {json.dumps(value)}" for key, value in function.env]
@@ -312,21 +322,37 @@ def render_shared_policies() -> list[str]:
     ]
 
 
-def render() -> list[str]:
+def render(template: dict[str, Any]) -> list[str]:
+    """The generated region; `template` (template.yaml parsed) gives the hand-written resources the
+    operations watch (the queues) and the metrics' namespace and service."""
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    metrics = (str(variables["POWERTOOLS_METRICS_NAMESPACE"]), str(variables["POWERTOOLS_SERVICE_NAME"]))
+    resources = template["Resources"]
+    alarms = operations.alarms(resources, *metrics)
     lines = [BEGIN, *render_shared_policies()]
     for function in FUNCTIONS:
-        lines += render_function(function)
+        lines += render_function(function, alarms)
+    lines += operations.render(resources, *metrics)
     return [*lines, END]
 
 
 def generate(text: str) -> str:
     """`text` (template.yaml) with its generated region replaced by what the table generates."""
+    template = _parse(text)
     lines = text.split("\n")
     try:
         start, end = lines.index(BEGIN), lines.index(END)
     except ValueError:
         raise SystemExit("template.yaml has no generated region (the BEGIN and END markers)") from None
-    return "\n".join([*lines[:start], *render(), *lines[end + 1 :]])
+    return "\n".join([*lines[:start], *render(template), *lines[end + 1 :]])
+
+
+def _parse(text: str) -> dict[str, Any]:
+    """`text` parsed as the local server parses a template (the intrinsic tags in their long form)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", encoding="utf-8") as copy:
+        copy.write(text)
+        copy.flush()
+        return load_yaml(Path(copy.name))
 
 
 def main() -> int:

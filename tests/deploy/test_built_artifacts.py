@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from chat_local.template import load_template, load_yaml
 
+from scripts.template_operations import HOOK
+
 REPO = Path(__file__).resolve().parents[2]
 ARCHITECTURES = ("arm64", "x86_64")
 ELF_MACHINE = {0xB7: "arm64", 0x3E: "x86_64"}  # e_machine: EM_AARCH64, EM_X86_64
@@ -121,7 +123,7 @@ elsewhere = sorted(
 )
 if elsewhere:
     sys.exit("loaded from outside the function, the layer and the stdlib: " + ", ".join(elsewhere))
-print(json.dumps({"chat_core": sys.modules["chat_core"].__file__}))
+print(json.dumps({"chat_core": getattr(sys.modules.get("chat_core"), "__file__", None)}))
 """
 
 
@@ -165,7 +167,10 @@ def test_every_handler_imports_from_the_built_artifacts(built: tuple[str, Path])
             failures.append((f"{spec.logical_id} ({spec.handler}): {error}", result.stderr[-2000:]))
             continue
         origin = json.loads(result.stdout.strip().splitlines()[-1])["chat_core"]
-        if not origin.startswith(str(layer)):
+        if origin is None and spec.logical_id == HOOK:
+            # The pre-traffic hook (OPS-7) runs the smoke test with boto3 alone, no chat_core.
+            continue
+        if origin is None or not origin.startswith(str(layer)):
             failures.append((f"{spec.logical_id}: chat_core came from {origin}, not the layer", ""))
     assert not failures, (
         f"{len(failures)} of {len(functions)} handlers do not import from the {architecture} build "

@@ -7,6 +7,7 @@ import re
 import httpx
 import pytest
 
+from ops.pre_traffic_hook import smoke
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 
@@ -220,3 +221,34 @@ def test_every_route_refuses_a_body_it_cannot_split_with_a_4xx(
     assert wrong == {}
     assert all("application/json" in str(r.json()["error"]["message"]) for r in answers.values())
     assert unknown.status_code == 401
+
+
+def test_the_pre_traffic_smoke_test_passes_against_the_local_server(
+    server: ServerProcess, model: OpenAIStandin
+) -> None:
+    """OPS-7: the deployment hook's smoke test (create, post, read, delete), run here over HTTP against
+    `make run`'s server: every step passes and the conversation is gone afterwards."""
+    # Given the local server and a working model, and a user of the smoke test's own
+    send = smoke.http_transport(server.url, {"X-User-Id": "smoke-test-local"})
+    # When the smoke test runs
+    passed = smoke.run_smoke_test(send)
+    # Then every step passed, the read after the delete included
+    assert passed == ["create", "post", "read", "delete", "read after delete"]
+    with server.client("smoke-test-local") as client:
+        assert client.get("/conversations").json()["items"] == []
+
+
+def test_the_pre_traffic_smoke_test_fails_a_release_whose_post_fails(
+    server: ServerProcess, model: OpenAIStandin
+) -> None:
+    """OPS-7: a release whose post cannot answer fails the smoke test at the post, and the conversation
+    it created is still deleted."""
+    # Given a model that fails every call
+    model.set_mode("error500")
+    send = smoke.http_transport(server.url, {"X-User-Id": "smoke-test-failing"})
+    # When the smoke test runs
+    with pytest.raises(smoke.SmokeTestFailed, match=r"^post: expected 201, got 502"):
+        smoke.run_smoke_test(send)
+    # Then nothing it created is left
+    with server.client("smoke-test-failing") as client:
+        assert client.get("/conversations").json()["items"] == []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from chat_local.template import load_yaml
 
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext
@@ -12,6 +15,7 @@ from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
+ROOT = Path(__file__).resolve().parents[2]
 ZERO = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
@@ -114,3 +118,36 @@ def test_counters_after_mixed_turns(standin_llm: OpenAIStandin) -> None:
     assert detail["message_count"] == len(detail["messages"]) == 6
     for key in ZERO:
         assert detail["usage"][key] == sum(m["usage"][key] for m in detail["messages"] if "usage" in m)
+
+
+def test_a_failed_call_emits_the_metrics_the_model_alarms_read(
+    standin_llm: OpenAIStandin, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OPS-6: a failed model call publishes ProviderErrors and ProviderLatency (embedded metric format) in
+    the namespace and with exactly the dimensions ModelErrorRateAlarm and ModelLatencyAlarm read."""
+    # Given a provider answering 500, and the alarms as the template declares them
+    resources = load_yaml(ROOT / "template.yaml")["Resources"]
+    watched = {
+        (query["MetricStat"]["Metric"]["Namespace"], query["MetricStat"]["Metric"]["MetricName"]): {
+            d["Name"]: d["Value"] for d in query["MetricStat"]["Metric"]["Dimensions"]
+        }
+        for query in resources["ModelErrorRateAlarm"]["Properties"]["Metrics"]
+        if "MetricStat" in query
+    }
+    assert {name for _, name in watched} == {"ProviderErrors", "ProviderLatency"}
+    standin_llm.set_mode("error500")
+    capsys.readouterr()
+    # When a message is posted
+    assert api.post("hello?").status == 502
+    # Then the line of metrics the handler printed carries both under the alarm's namespace and dimensions
+    emitted = {}
+    for line in capsys.readouterr().out.splitlines():
+        if '"_aws"' not in line:
+            continue
+        record = json.loads(line)
+        for directive in record["_aws"]["CloudWatchMetrics"]:
+            dimensions = {name: record[name] for names in directive["Dimensions"] for name in names}
+            for metric in directive["Metrics"]:
+                emitted[(directive["Namespace"], metric["Name"])] = dimensions
+    for key, dimensions in watched.items():
+        assert emitted.get(key) == dimensions, key

@@ -9,6 +9,7 @@ from pathlib import Path
 from chat_local.template import load_yaml
 
 from functions.routes import FUNCTIONS, TARGETS
+from scripts.template_operations import HOOK
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -42,13 +43,14 @@ def test_every_function_folder_has_one_entry_and_every_entry_a_folder() -> None:
 
 
 def test_each_template_function_is_one_of_the_table() -> None:
-    """OPS-1: the template holds the table's functions and no other, each with its own log group."""
+    """OPS-1: the template holds the table's functions and, beside them, only the pre-traffic hook of the
+    gradual deployments (OPS-7), each with its own log group."""
     # Given the template's resources
     resources = load_yaml(TEMPLATE)["Resources"]
     # When its functions are listed
     functions = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
     # Then they are the table's, each logging to its own group
-    assert functions == {f"{function.name}Function" for function in FUNCTIONS}
+    assert functions == {f"{function.name}Function" for function in FUNCTIONS} | {HOOK}
     for function in FUNCTIONS:
         assert resources[f"{function.name}Logs"]["Type"] == "AWS::Logs::LogGroup"
 

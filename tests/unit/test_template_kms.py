@@ -135,8 +135,8 @@ def test_with_a_key_the_table_queues_and_log_groups_are_encrypted_with_it() -> N
 
 
 #: Functions that read no table item and no queue message (GET /v1/models lists configured names; the
-#: console's files ship with their function, CON-1).
-NO_DATA = {"ListModelsFunction", "ServeConsoleFunction"}
+#: console's files ship with their function, CON-1; the pre-traffic hook invokes functions, OPS-7).
+NO_DATA = {"ListModelsFunction", "ServeConsoleFunction", "PreTrafficHook"}
 
 
 def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> None:

@@ -1,0 +1,1 @@
+"""The pre-traffic hook: the smoke test of a release's new versions (docs/operations.md)."""
