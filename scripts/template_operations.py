@@ -21,7 +21,9 @@ from functions.routes import FUNCTIONS, Function
 MAX_ALARM_METRICS = 10
 TOPIC = "AlarmTopic"
 HOOK = "PreTrafficHook"
-#: The smoke test's routes (ops/pre_traffic_hook/smoke.py ROUTES, kept equal by a test).
+#: Its code: a function folder of its own that routes.py does not list (it serves no operation of the API).
+HOOK_FOLDER = "pre_traffic_hook"
+#: The smoke test's routes (functions/pre_traffic_hook/smoke.py ROUTES, kept equal by a test).
 SMOKE_ROUTES = (
     "POST /conversations",
     "POST /messages",
@@ -463,7 +465,7 @@ def render_hook() -> list[str]:
         "    Type: AWS::Serverless::Function",
         "    Properties:",
         '      FunctionName: !Sub "CodeDeployHook_${AWS::StackName}"',
-        "      CodeUri: ops/pre_traffic_hook/",
+        f"      CodeUri: functions/{HOOK_FOLDER}/",
         "      Handler: app.lambda_handler",
         "      Description: Pre-traffic hook - the smoke test of a release's new versions",
         "      Timeout: 120",

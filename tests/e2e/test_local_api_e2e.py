@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from ops.pre_traffic_hook import smoke
+from functions.pre_traffic_hook import smoke
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
 

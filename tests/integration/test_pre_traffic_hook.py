@@ -61,7 +61,7 @@ def hook(chat_service: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Module
             function = value["Ref"].removesuffix(".Version")
             value = f"{ACCOUNT}:{function}:7"
         monkeypatch.setenv(key, str(value) if isinstance(value, str) else "")
-    code = ROOT / "ops" / "pre_traffic_hook"
+    code = ROOT / "functions" / "pre_traffic_hook"
     monkeypatch.syspath_prepend(str(code))
     spec = importlib.util.spec_from_file_location("pre_traffic_hook_app", code / "app.py")
     assert spec is not None

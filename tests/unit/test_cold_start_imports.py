@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from scripts.template_operations import HOOK_FOLDER
+
 REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
-HANDLERS = sorted(p.parent.name for p in FUNCTIONS.glob("*/app.py"))
+#: Every handler but the pre-traffic hook's, which runs once per deployment and loads no chat_core.
+HANDLERS = sorted(p.parent.name for p in FUNCTIONS.glob("*/app.py") if p.parent.name != HOOK_FOLDER)
 #: The functions that call the model on every invocation: the HTTP client is theirs to load.
 CALLS_THE_MODEL = frozenset(
     {

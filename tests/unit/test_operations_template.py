@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from chat_local.template import load_yaml
 
+from functions.pre_traffic_hook import smoke
 from functions.routes import FUNCTIONS
-from ops.pre_traffic_hook import smoke
 from scripts import template_operations
 
 ROOT = Path(__file__).resolve().parents[2]

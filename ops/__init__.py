@@ -1,1 +1,0 @@
-"""Operations code that ships beside the service's functions: the pre-traffic hook (docs/operations.md)."""
