@@ -34,7 +34,7 @@ RESOURCE = {
     "blobs": '!Sub "${BlobBucket.Arn}/*"',
     "world_files": '!Sub "${BlobBucket.Arn}/w/*"',
     "bucket": "!GetAtt BlobBucket.Arn",
-    "socket_connections": '!Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*/POST/@connections/*"',
+    "socket_connections": '!Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*/*/@connections/*"',
 }
 NO_VALUE = "!Ref AWS::NoValue"
 #: The alias every API function publishes and API Gateway invokes (SnapStart applies to versions only).

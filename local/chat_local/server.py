@@ -991,7 +991,7 @@ REQUEST_GRACE_SECONDS = 1.5
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("botocore", "pynamodb", "urllib3"):
+    for noisy in ("botocore", "pynamodb", "urllib3", "websockets"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     config = parse_args(argv)
     api = LocalApi(config)
