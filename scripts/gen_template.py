@@ -34,7 +34,7 @@ RESOURCE = {
     "blobs": '!Sub "${BlobBucket.Arn}/*"',
     "world_files": '!Sub "${BlobBucket.Arn}/w/*"',
     "bucket": "!GetAtt BlobBucket.Arn",
-    "socket_connections": '!Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*/*/@connections/*"',
+    "socket_connections": '!Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*/*/@connections/*"',  # noqa: E501
 }
 NO_VALUE = "!Ref AWS::NoValue"
 #: The alias every API function publishes and API Gateway invokes (SnapStart applies to versions only).
@@ -183,7 +183,7 @@ def _socket_routes(function: Function) -> list[str]:
         "      Action: lambda:InvokeFunction",
         f"      FunctionName: !Ref {name}Function",
         "      Principal: apigateway.amazonaws.com",
-        '      SourceArn: !Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*"',
+        '      SourceArn: !Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*"',  # noqa: E501
     ]
 
 

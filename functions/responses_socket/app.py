@@ -9,7 +9,7 @@ import os
 from typing import Any, Final
 
 import botocore.session
-from chat_core.chat import sockets
+from chat_core.chat import socket_state
 from chat_core.errors import ChatError, Unauthorized
 from chat_core.http.jwt import JwtVerifier
 from chat_core.http.responses_socket import error_event, socket_turn
@@ -63,13 +63,13 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     route, connection_id = request["routeKey"], request["connectionId"]
     if route == "$connect":
         try:
-            sockets.open_socket(connection_id, _caller(event))
+            socket_state.open_socket(connection_id, _caller(event))
         except Unauthorized as exc:
             logger.info("socket refused", code=exc.code)
             return {"statusCode": 401, "body": exc.message}
         return {"statusCode": 200}
     if route == "$disconnect":
-        sockets.close(connection_id)
+        socket_state.close(connection_id)
         return {"statusCode": 200}
     client = _management(event)
 
@@ -78,7 +78,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         client.post_to_connection(ConnectionId=connection_id, Data=data)
 
     try:
-        socket = sockets.find(connection_id)
+        socket = socket_state.find(connection_id)
         if socket is None:
             send(error_event(401, "unauthorized", "the connection is not open; connect again"))
             keep_open = False

@@ -3,7 +3,7 @@
 
 A socket serves its responses one after another. A continuation sends `previous_response_id` and only
 its new input: a stored response is found in the table, as over HTTP; the socket also keeps the last
-`store: false` response it answered (its input and output, `chat.sockets`), so a `store: false` chain
+`store: false` response it answered (its input and output, `chat.socket_state`), so a `store: false` chain
 continues from that without anything stored: the turn is then an ordinary `store: false` request whose
 input is the kept items followed by the new ones. A `previous_response_id` the socket does not keep, on
 a `store: false` request, is `previous_response_not_found`; a turn that fails evicts what was kept, so a
@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from chat_core.chat import sockets
-from chat_core.chat.sockets import SocketRecord
+from chat_core.chat import socket_state
+from chat_core.chat.socket_state import SocketRecord
 from chat_core.errors import ChatError, InvalidInput, NotFound
 from chat_core.http.api import openai_error_body, openai_status
 from chat_core.http.responses_api import ResponseCreateIn
@@ -134,11 +134,11 @@ def socket_turn(
             socket.owner, request, context=context, emit=_shown(send, previous_id)
         )
     except ChatError as exc:
-        sockets.evict(socket)
+        socket_state.evict(socket)
         send(_chat_error_event(exc))
         return Turn(keep_open=True)
     if not answer.streamed:
-        sockets.evict(socket)
+        socket_state.evict(socket)
         error = answer.body.get("error") or {}
         send(
             error_event(
@@ -151,9 +151,9 @@ def socket_turn(
         return Turn(keep_open=True)
     response = {**answer.body, "previous_response_id": previous_id or answer.body.get("previous_response_id")}
     if response.get("status") == "failed":
-        sockets.evict(socket)
+        socket_state.evict(socket)
     elif request.store is False:
-        sockets.keep(socket, str(response["id"]), [*_items(request.input), *response["output"]])
+        socket_state.keep(socket, str(response["id"]), [*_items(request.input), *response["output"]])
     else:
-        sockets.keep(socket, str(response["id"]), None)
+        socket_state.keep(socket, str(response["id"]), None)
     return Turn(keep_open=True, response=response)
