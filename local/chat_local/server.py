@@ -811,9 +811,10 @@ def banner(api: LocalApi, url: str) -> str:
         lines.append(f"               {route.method:<6} {route.path}  -> {route.function.logical_id}{mark}")
     lines += [
         *(
-            f"  WebSocket  {url.replace('http', 'ws', 1)}{path}  -> "
-            f"{api.sockets.routes[next(iter(api.sockets.routes))].function.logical_id}"
-            for path in (SOCKET_PATHS if api.sockets is not None and api.sockets.routes else ())
+            f"  WebSocket  {url.replace('http', 'ws', 1)}{path}  -> {route.function.logical_id}"
+            for route in (api.sockets.routes.values() if api.sockets is not None else ())
+            if route.key == "$default"
+            for path in SOCKET_PATHS
         ),
         f"  Docs       {url}/docs   (OpenAPI document: {url}/openapi.json)",
         f"  Console    {url}/console",

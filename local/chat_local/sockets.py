@@ -28,7 +28,7 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from websockets.datastructures import Headers
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
 from websockets.protocol import SERVER, Protocol, State
 from websockets.server import ServerProtocol
@@ -256,6 +256,8 @@ class SocketApi:
                     break
                 connection.last_active = time.monotonic()
                 for frame in frames:
+                    if not isinstance(frame, Frame):
+                        continue
                     if frame.opcode in (Opcode.PING, Opcode.PONG, Opcode.CLOSE):
                         if frame.opcode is Opcode.CLOSE and connection.protocol.close_rcvd is not None:
                             connection.close_code = connection.protocol.close_rcvd.code

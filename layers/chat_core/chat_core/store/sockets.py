@@ -83,7 +83,7 @@ def keep_response(connection_id: str, response_id: str | None, items: list[dict[
         blob = None
         response_id = None
     item = SocketItem(SocketItem.pk_for(connection_id), SOCKET_SK)
-    actions = [
+    actions: list[Any] = [
         SocketItem.kept_id.set(response_id) if response_id else SocketItem.kept_id.remove(),
         SocketItem.kept.set(blob) if blob is not None else SocketItem.kept.remove(),
     ]
