@@ -24,6 +24,7 @@ TARGETS = {
     "blobs": "the blob bucket's objects (API-17)",
     "world_files": "the blob bucket's world files, prefix w/ (DLG-6)",
     "bucket": "the blob bucket itself (s3:ListBucket)",
+    "socket_connections": "the WebSocket API's connections (@connections, RSP-12)",
 }
 
 
@@ -44,6 +45,15 @@ class HttpRoute:
     path: str
     event: str = "Api"
     public: bool = False
+
+
+@dataclass(frozen=True)
+class SocketRoute:
+    """One route of the WebSocket API (RSP-12): `$connect`, `$disconnect`, `$default` or a value of the
+    client event's `type` (the API's route selection expression is `$request.body.type`)."""
+
+    key: str
+    event: str
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class Function:
     #: What it does, as the template's Description says it.
     operation: str
     http: tuple[HttpRoute, ...] = ()
+    socket: tuple[SocketRoute, ...] = ()
     queue: QueueTrigger | None = None
     stream: StreamTrigger | None = None
     #: A function URL in RESPONSE_STREAM mode served by the Lambda Web Adapter (API-14, API-16).
@@ -104,9 +115,10 @@ class Function:
 
     @property
     def triggers(self) -> tuple[str, ...]:
-        """Its kinds of trigger: "http", "sqs", "stream", "function_url"; a function with none is invoked
+        """Its kinds of trigger: "http", "sqs", "stream", "function_url", "websocket"; a function with none is invoked
         directly (every HTTP function also takes a direct invocation payload, see docs/long-conversations.md)."""
         present = {"http": bool(self.http), "sqs": bool(self.queue), "stream": bool(self.stream)}
+        present["websocket"] = bool(self.socket)
         present["function_url"] = self.function_url
         return tuple(kind for kind, there in present.items() if there)
 
@@ -327,6 +339,53 @@ FUNCTIONS: tuple[Function, ...] = (
             *UNSTORED_RESPONSE_S3,
         ),
         notes=MODEL_CALL_NOTES,
+    ),
+    Function(
+        name="ResponsesSocket",
+        folder="responses_socket",
+        operation="WebSocket mode of the Responses API (wss://.../v1/responses): $connect checks the caller's JWT, response.create runs one POST /v1/responses and posts its events to the connection, $disconnect forgets the connection",
+        socket=(
+            SocketRoute("$connect", "Connect"),
+            SocketRoute("$disconnect", "Disconnect"),
+            SocketRoute("response.create", "Create"),
+            SocketRoute("$default", "Default"),
+        ),
+        timeout=300,
+        env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
+        env_params=(("JWT_ISSUER", "JwtIssuer"), ("JWT_AUDIENCE", "JwtAudience")),
+        calls_model=True,
+        prices=True,
+        grants=(
+            Grant(
+                ("dynamodb:BatchGetItem",),
+                "table",
+                "MEM-6: a post with recall reads its index tail (GetItem), its segments and the recalled messages (BatchGetItem).",
+            ),
+            Grant(
+                (
+                    "dynamodb:Query",
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
+                ),
+                "table",
+                "As ResponsesFunction (each response.create is its POST /v1/responses), and the connection's own item (RSP-12): PutItem on connect, GetItem per message, UpdateItem for the store: false response it keeps, DeleteItem on disconnect.",
+            ),
+            Grant(
+                ("execute-api:ManageConnections",),
+                "socket_connections",
+                "RSP-12: the turn's events posted to the connection (PostToConnection), which is closed after bad input (DeleteConnection).",
+            ),
+            CONTENT_PARTS,
+            *UNSTORED_RESPONSE_S3,
+        ),
+        notes=(
+            "RSP-12: API Gateway's WebSocket APIs invoke a function per message and wait at most 29 s for its answer,",
+            "but a turn answers nothing to API Gateway: its events go to the connection through the management API",
+            "as they are made, so a turn may run to this Timeout. No SnapStart: the API invokes $LATEST.",
+        ),
     ),
     Function(
         name="OpenAIConversations",

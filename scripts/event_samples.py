@@ -305,3 +305,12 @@ FUNCTION_URL: dict[str, dict[str, Any]] = {
         },
     },
 }
+
+#: RSP-12: one client message on the WebSocket API (its $connect carries the JWT; this message only names
+#: the connection, which the $connect wrote).
+SOCKET: dict[str, dict[str, Any]] = {
+    "responses_socket": {
+        "route": "response.create",
+        "body": {"type": "response.create", "model": "gpt-4o-mini", "input": "Hello over the socket."},
+    },
+}

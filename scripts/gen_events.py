@@ -4,7 +4,8 @@
     python scripts/gen_events.py --check   # exit 1 when a file in events/ is not what would be written
 
 HTTP API functions get a payload-2.0 event with the JWT authorizer's claims, queue workers an SQS batch,
-stream functions DynamoDB stream records, the streaming function a function-URL request; direct payloads
+stream functions DynamoDB stream records, the streaming function a function-URL request, the WebSocket
+function a message of its API; direct payloads
 are written as named in scripts/event_samples.py. What each event asks is there; the shape is built here.
 `sam local invoke <LogicalId>Function -e events/<folder>.json` takes any of them.
 """
@@ -141,6 +142,31 @@ def stream_event(function: Function, records: list[dict[str, Any]]) -> dict[str,
     return {"Records": shaped}
 
 
+def socket_event(function: Function, sample: dict[str, Any]) -> dict[str, Any]:
+    """What an API Gateway WebSocket API sends for one client message on a route (RSP-12)."""
+    assert sample["route"] in {route.key for route in function.socket}
+    return {
+        "requestContext": {
+            "routeKey": sample["route"],
+            "messageId": "example-message",
+            "eventType": "MESSAGE",
+            "extendedRequestId": f"example-{function.folder}",
+            "requestTime": "01/Jan/2025:00:00:00 +0000",
+            "messageDirection": "IN",
+            "stage": "responses",
+            "connectedAt": int(RECEIVED_AT * 1000),
+            "requestTimeEpoch": int(RECEIVED_AT * 1000),
+            "identity": {"sourceIp": "192.0.2.1"},
+            "requestId": f"example-{function.folder}",
+            "domainName": "socket-id.execute-api.us-east-1.amazonaws.com",
+            "connectionId": "example-connection=",
+            "apiId": "socket-id",
+        },
+        "body": json.dumps(sample["body"]),
+        "isBase64Encoded": False,
+    }
+
+
 def events() -> dict[str, dict[str, Any]]:
     """File name (without .json) -> the event, for every function and every direct sample."""
     written: dict[str, dict[str, Any]] = {}
@@ -154,6 +180,8 @@ def events() -> dict[str, dict[str, Any]]:
             written[folder] = stream_event(function, event_samples.STREAM[folder])
         elif function.function_url:
             written[folder] = function_url_event(function, event_samples.FUNCTION_URL[folder])
+        elif function.socket:
+            written[folder] = socket_event(function, event_samples.SOCKET[folder])
         else:
             raise SystemExit(f"{function.name}: no trigger, so no sample shape")
     for name, (_folder, payload) in event_samples.DIRECT.items():

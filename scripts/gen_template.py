@@ -41,6 +41,7 @@ RESOURCE = {
     "blobs": '!Sub "${BlobBucket.Arn}/*"',
     "world_files": '!Sub "${BlobBucket.Arn}/w/*"',
     "bucket": "!GetAtt BlobBucket.Arn",
+    "socket_connections": '!Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*/*/@connections/*"',  # noqa: E501
 }
 NO_VALUE = "!Ref AWS::NoValue"
 #: The alias every API function publishes and API Gateway invokes (SnapStart applies to versions only).
@@ -153,6 +154,49 @@ def _events(function: Function) -> list[str]:
     return ["      Events:", *lines] if lines else []
 
 
+def _socket_routes(function: Function) -> list[str]:
+    """RSP-12: the function's routes on the WebSocket API (SocketApi), one Lambda proxy integration for
+    them all, and the API's permission to invoke it. SAM has no WebSocket event type, so these are plain
+    API Gateway V2 resources."""
+    if not function.socket:
+        return []
+    name = function.name
+    # The live alias when there is one (what SAM's own events invoke), so a gradual deployment and its
+    # rollback reach the socket's turns too; SAM names the alias <function>Alias<alias>.
+    target = f"{name}FunctionAlias{ALIAS}" if function.snap_start else f"{name}Function"
+    invoke = (
+        "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
+        f"${{{target}{'' if function.snap_start else '.Arn'}}}/invocations"
+    )
+    lines = [
+        f"  {name}Integration:",
+        "    Type: AWS::ApiGatewayV2::Integration",
+        "    Properties:",
+        "      ApiId: !Ref SocketApi",
+        "      IntegrationType: AWS_PROXY",
+        f'      IntegrationUri: !Sub "{invoke}"',
+    ]
+    for route in function.socket:
+        lines += [
+            f"  {name}{route.event}Route:",
+            "    Type: AWS::ApiGatewayV2::Route",
+            "    Properties:",
+            "      ApiId: !Ref SocketApi",
+            f'      RouteKey: "{route.key}"',
+            f'      Target: !Sub "integrations/${{{name}Integration}}"',
+        ]
+    return [
+        *lines,
+        f"  {name}SocketPermission:",
+        "    Type: AWS::Lambda::Permission",
+        "    Properties:",
+        "      Action: lambda:InvokeFunction",
+        f"      FunctionName: !Ref {target}",
+        "      Principal: apigateway.amazonaws.com",
+        '      SourceArn: !Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/*"',  # noqa: E501
+    ]
+
+
 def render_function(function: Function, alarms: list[operations.Alarm] | None = None) -> list[str]:
     """The function's resource and its log group; with `alarms`, a live alias shifts gradually, rolled back
     by the alarms that name the function."""
@@ -215,7 +259,7 @@ def render_function(function: Function, alarms: list[operations.Alarm] | None = 
         "      RetentionInDays: !Ref LogRetentionDays",
         f"      KmsKeyId: !If [HasKmsKey, !Ref KmsKeyArn, {NO_VALUE}]",
     ]
-    return lines
+    return [*lines, *_socket_routes(function)]
 
 
 def _roles(functions: list[Function]) -> list[str]:

@@ -59,6 +59,7 @@ from chat_local.lambda_runtime import (
 )
 from chat_local.openapi import swagger_page
 from chat_local.s3 import BucketMirror, create_buckets, s3_client
+from chat_local.sockets import CONNECTIONS_PREFIX, SOCKET_PATHS, SocketApi, wants_socket
 from chat_local.sqs import QueuePoller, create_queues, sqs_client
 from chat_local.streams import IteratorRegistry, StreamPoller, streams_client
 from chat_local.template import LOCAL_ACCOUNT_ID, Template, TemplateError, load_template
@@ -98,6 +99,9 @@ class ServerConfig:
     #: authorizer does; X-User-Id is then ignored. None: dev mode (X-User-Id).
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
+    #: Where the WebSocket function posts its events (RSP-12, the management API): this server's URL,
+    #: known once it is bound.
+    socket_callback_url: str | None = None
 
     @property
     def resolved_data_dir(self) -> Path:
@@ -161,6 +165,8 @@ class LocalApi:
         self._docs: bytes | None = None
         self._docs_lock = threading.Lock()
         self._writes_from_api = 0
+        #: The WebSocket API (RSP-12), when the template has one.
+        self.sockets: SocketApi | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -189,6 +195,8 @@ class LocalApi:
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
             "TABLE_NAME": table.name,
         }
+        if cfg.socket_callback_url:
+            forced["WEBSOCKET_CALLBACK_URL"] = cfg.socket_callback_url
         if cfg.dynamodb_endpoint:
             self.endpoint = cfg.dynamodb_endpoint.rstrip("/")
             has_credentials = user_env.get("AWS_ACCESS_KEY_ID") or user_env.get("AWS_PROFILE")
@@ -290,6 +298,10 @@ class LocalApi:
                 spec, region=cfg.region, max_concurrency=cfg.concurrency
             )
         self.router = Router(template.routes)
+        if template.socket_routes:
+            self.sockets = SocketApi(
+                template.socket_routes, self.runtimes, region=cfg.region, verify=self._verify
+            )
         for logical_id, runtime in self.runtimes.items():
             try:
                 runtime.warm()
@@ -445,6 +457,8 @@ class LocalApi:
             return self._direct_invoke(request), "invoke"
         if request.method == "POST" and path.startswith(_QUEUE_PREFIX):
             return self._send_to_queue(request), "sqs"
+        if path.startswith(CONNECTIONS_PREFIX) and self.sockets is not None:
+            return self.sockets.manage(request.method, path, request.body), "@connections"
         match = self.router.match(request.method, decoded_path(path))
         if isinstance(match, NoRoute):
             # What an HTTP API answers for a request no route takes, an unknown path or a method its
@@ -651,6 +665,14 @@ class _Handler(BaseHTTPRequestHandler):
         # Not urlsplit: a path such as "//x" would be taken for a host name.
         target, _, query = self.path.partition("?")
         query = query.partition("#")[0]
+        sockets = self.server.api.sockets
+        if sockets is not None and wants_socket(self.command, target, list(self.headers.items())):
+            # RSP-12: the connection is the socket's from here on, until it closes.
+            self.close_connection = True
+            status = sockets.serve(self, self.path, list(self.headers.items()))
+            ms = (time.perf_counter() - started) * 1000
+            self.server.api.request_log.write(self.command, self.path, status, ms, "websocket")
+            return
         body = self._read_body()
         served_by = "-"
         if body is None:
@@ -789,6 +811,12 @@ def banner(api: LocalApi, url: str) -> str:
         mark = "  (handler not loadable yet)" if route.function.logical_id in api.import_errors else ""
         lines.append(f"               {route.method:<6} {route.path}  -> {route.function.logical_id}{mark}")
     lines += [
+        *(
+            f"  WebSocket  {url.replace('http', 'ws', 1)}{path}  -> {route.function.logical_id}"
+            for route in (api.sockets.routes.values() if api.sockets is not None else ())
+            if route.key == "$default"
+            for path in SOCKET_PATHS
+        ),
         f"  Docs       {url}/docs   (OpenAPI document: {url}/openapi.json)",
         f"  Console    {url}/console",
     ]
@@ -965,7 +993,7 @@ REQUEST_GRACE_SECONDS = 1.5
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("botocore", "pynamodb", "urllib3"):
+    for noisy in ("botocore", "pynamodb", "urllib3", "websockets"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     share_botocore_data()
     config = parse_args(argv)
@@ -989,6 +1017,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     lock = _lock_data_dir(config) if config.persist and not config.dynamodb_endpoint else None
+    reachable = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host  # noqa: S104
+    config.socket_callback_url = f"http://{reachable}:{httpd.server_port}"
     if lock is False:
         httpd.server_close()
         return 2

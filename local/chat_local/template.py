@@ -115,6 +115,17 @@ class HttpRoute:
 
 
 @dataclass(frozen=True)
+class SocketRoute:
+    """A route of an AWS::ApiGatewayV2::Api of protocol WEBSOCKET (RSP-12): its key ($connect,
+    $disconnect, $default or a value of the route selection expression) -> the function its Lambda proxy
+    integration invokes."""
+
+    key: str
+    function: FunctionSpec
+    selection_expression: str
+
+
+@dataclass(frozen=True)
 class StreamSubscription:
     """A DynamoDB-stream event source mapping of a function (Events: Type: DynamoDB)."""
 
@@ -187,6 +198,8 @@ class Template:
     queue_subscriptions: tuple[QueueSubscription, ...] = ()
     #: AWS::S3::Bucket logical id -> its local name (created in the embedded store)
     buckets: Mapping[str, str] = field(default_factory=dict)
+    #: The WebSocket API's routes (one such API per template is served locally).
+    socket_routes: tuple[SocketRoute, ...] = ()
 
     def table_for_env(self) -> TableSpec | None:
         """The table the functions' TABLE_NAME points at (the only table in this project)."""
@@ -555,6 +568,7 @@ def load_template(
             elif etype in ("Api", "Schedule", "ScheduleV2", "EventBridgeRule", "CloudWatchEvent"):
                 warnings.append(f"{logical_id}.{event_name}: {etype} events are not emulated locally")
 
+    socket_routes = _socket_routes(resources, functions, warnings)
     if resolver.unresolved:
         warnings.append("unresolved locally (left empty): " + ", ".join(sorted(set(resolver.unresolved))))
     routes.sort(key=lambda r: r.specificity)
@@ -568,7 +582,46 @@ def load_template(
         queues,
         tuple(queue_subscriptions),
         buckets,
+        socket_routes,
     )
+
+
+_SUB_REF = re.compile(r"\$\{(\w+)(?:\.Arn)?\}")
+
+
+def _socket_routes(
+    resources: Mapping[str, Any], functions: Mapping[str, FunctionSpec], warnings: list[str]
+) -> tuple[SocketRoute, ...]:
+    """The routes of the template's WebSocket API, each followed through its integration's URI
+    (`!Sub "...functions/${Function.Arn}/invocations"`) to the function."""
+    apis = {
+        lid: (r.get("Properties") or {})
+        for lid, r in resources.items()
+        if r.get("Type") == "AWS::ApiGatewayV2::Api"
+        and (r.get("Properties") or {}).get("ProtocolType") == "WEBSOCKET"
+    }
+    routes: list[SocketRoute] = []
+    for logical_id, resource in resources.items():
+        if resource.get("Type") != "AWS::ApiGatewayV2::Route":
+            continue
+        props = resource.get("Properties") or {}
+        api_ref = props.get("ApiId")
+        api = str(api_ref.get("Ref", "")) if isinstance(api_ref, Mapping) else ""
+        if api not in apis:
+            continue
+        target = props.get("Target")
+        text = target.get("Fn::Sub") if isinstance(target, Mapping) else target
+        found = _SUB_REF.search(str(text or ""))
+        integration = resources.get(found.group(1)) if found else None
+        uri = ((integration or {}).get("Properties") or {}).get("IntegrationUri")
+        uri_text = uri.get("Fn::Sub") if isinstance(uri, Mapping) else uri
+        names = [m.group(1) for m in _SUB_REF.finditer(str(uri_text or "")) if m.group(1) in functions]
+        if not names:
+            warnings.append(f"{logical_id}: its integration invokes no function of this template")
+            continue
+        expression = str(apis[api].get("RouteSelectionExpression") or "$request.body.action")
+        routes.append(SocketRoute(str(props.get("RouteKey")), functions[names[0]], expression))
+    return tuple(routes)
 
 
 def _filters(event_properties: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:

@@ -169,6 +169,9 @@ def test_every_function_has_a_sample_event_in_its_trigger_shape() -> None:
             assert all(r["eventSourceARN"].endswith(f":{function.queue.queue}") for r in event["Records"])
         elif function.stream:
             assert all(r["eventSource"] == "aws:dynamodb" for r in event["Records"]), function.folder
+        elif function.socket:
+            assert event["requestContext"]["routeKey"] in {route.key for route in function.socket}
+            assert event["requestContext"]["eventType"] == "MESSAGE"
         else:
             assert function.function_url
             assert event["routeKey"] == "$default"

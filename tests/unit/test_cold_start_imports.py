@@ -36,6 +36,7 @@ CALLS_THE_MODEL = frozenset(
         "edit_message",
         "regenerate_message",
         "responses",
+        "responses_socket",
     }
 )
 #: Loaded only by the `__init__` of a package chat_core.lazy_packages defers: every resolver of Powertools'

@@ -173,6 +173,8 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         # RSP-2, RSP-6: the Responses turn and the Conversations items write content parts too.
         "ResponsesFunction",
         "OpenAIConversationsFunction",
+        # RSP-12: the Responses turn over the WebSocket API is the same turn.
+        "ResponsesSocketFunction",
         # DLG-6: the S3 export writes a file, an import's upload URL is signed with the creating
         # function's role, the start route and the worker send to the import queue.
         "ExportWorldToS3Function",
