@@ -61,6 +61,10 @@ class ResponseNotFound(NotFound):
     code = "response_not_found"
 
 
+class PreviousResponseNotFound(NotFound):
+    code = "previous_response_not_found"
+
+
 class ItemNotFound(NotFound):
     code = "item_not_found"
 
@@ -170,7 +174,13 @@ def plan_response(
     conversation: ConversationRecord | None = None
     previous: MessageRecord | None = None
     if previous_response_id is not None:
-        conversation, previous = find_response(owner, previous_response_id)
+        try:
+            conversation, previous = find_response(owner, previous_response_id)
+        except ResponseNotFound as exc:
+            # As OpenAI names it: the request's field, not the path's `response_id`.
+            raise PreviousResponseNotFound(
+                f"Previous response with id '{previous_response_id}' not found.", field="previous_response_id"
+            ) from exc
     elif conversation_id is not None:
         conversation = live(owner, conversation_id)
     else:

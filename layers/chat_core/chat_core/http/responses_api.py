@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chat_core.chat.response_items import response_id
 from chat_core.errors import InvalidInput
+from chat_core.http.conversation_ids import openai_id
+from chat_core.http.response_objects import ResponseObject
 from chat_core.http.schemas import ConversationId, MetadataKey, MetadataValue, ModelName, RecallIn
 from chat_core.store.keys import seq_in_message_id
 
@@ -256,45 +258,40 @@ def response_object(
     settings: Mapping[str, Any] | None = None,
     previous_id: str | None = None,
 ) -> dict[str, Any]:
-    """RSP-2: the Response object of a stored answer, as the `openai` SDK parses it; `settings` those
-    its request set (see `echo`)."""
+    """RSP-2: the Response object of a stored answer (`ResponseObject`); `settings` those its request set
+    (see `echo`). The answer is stored once the model has answered: its time is `completed_at`."""
     status, error, incomplete = status_of(answer)
+    stored_at = _epoch(str(answer["created_at"]))
     body: dict[str, Any] = {
         "id": response_id(conversation_id, seq_in_message_id(str(answer["message_id"])) or 0),
-        "object": "response",
-        "created_at": _epoch(str(answer["created_at"])),
+        "created_at": stored_at,
+        "completed_at": stored_at if status == "completed" else None,
         "status": status,
         "error": error,
         "incomplete_details": incomplete,
         "model": answer.get("model"),
         "output": output,
         "previous_response_id": previous_id,
-        "conversation": {"id": conversation_id},
+        "conversation": {"id": openai_id(conversation_id)},
         "usage": usage_object(answer),
     }
     body.update(echo(settings))
-    return body
+    return ResponseObject.model_validate(body).wire()
 
 
 def in_progress_object(
     request: ResponseCreateIn, provisional_id: str, model: str, created: int
 ) -> dict[str, Any]:
-    """The Response a stream starts with (`response.created`), before the answer has an id."""
+    """The Response a stream starts with (`response.created`), before the answer is stored."""
     body: dict[str, Any] = {
         "id": provisional_id,
-        "object": "response",
         "created_at": created,
         "status": "in_progress",
-        "error": None,
-        "incomplete_details": None,
         "model": model,
-        "output": [],
         "previous_response_id": request.previous_response_id,
-        "conversation": None,
-        "usage": None,
     }
     body.update(echo(request.model_dump(mode="json", exclude_none=True)))
-    return body
+    return ResponseObject.model_validate(body).wire()
 
 
 def list_page(items: list[dict[str, Any]], *, after: str | None, limit: int, order: str) -> dict[str, Any]:

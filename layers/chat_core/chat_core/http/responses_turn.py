@@ -28,6 +28,7 @@ from chat_core.chat.once import once
 from chat_core.errors import InvalidInput, TurnEnded
 from chat_core.http import responses_unstored as unstored
 from chat_core.http.api import openai_error_body, openai_status
+from chat_core.http.conversation_ids import openai_id
 from chat_core.http.request_commands import post_command
 from chat_core.http.responses_api import (
     ResponseCreateIn,
@@ -96,7 +97,7 @@ class EventStream:
         self.started = True
         rid = response_items.response_id(*self.where)
         snapshot = in_progress_object(self.request, rid, self.model, int(time.time()))
-        snapshot["conversation"] = {"id": self.where[0]}
+        snapshot["conversation"] = {"id": openai_id(self.where[0])}
         self.send("response.created", response=snapshot)
         self.send("response.in_progress", response=snapshot)
 
