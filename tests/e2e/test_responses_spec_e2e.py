@@ -15,6 +15,8 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from tests.openresponses import spec
+from tests.support.local_server import ServerProcess
+from tests.support.openai_standin import OpenAIStandin
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +139,122 @@ def test_a_missing_previous_response_is_previous_response_not_found(api: httpx.C
     error = answer.json()["error"]
     assert (error["param"], error["code"]) == ("previous_response_id", "previous_response_not_found")
     assert error["message"] == f"Previous response with id '{missing}' not found."
+
+
+def test_compact_answers_a_compaction_item_that_a_later_response_expands(
+    api: httpx.Client, server: ServerProcess, model: OpenAIStandin
+) -> None:
+    """RSP-10: POST /v1/responses/compact folds the input into one `compaction` item (the
+    specification's CompactResource) with the summarizer's model call, kept as the conversation's
+    summary; passed back as input, the item reaches the model as the summary it carries."""
+    # Given a history to compact
+    history = [
+        {"type": "message", "role": "user", "content": "My name is Ada and I like green tea."},
+        {"type": "message", "role": "assistant", "content": "Noted, Ada."},
+    ]
+    # When it is compacted
+    compacted = api.post("/v1/responses/compact", json={"model": "standin-model", "input": history})
+    # Then the answer is the specification's compaction, made by a summarizing model call
+    assert compacted.status_code == 200, compacted.text
+    body = compacted.json()
+    conforms(spec.CompactResource, body)
+    assert [item["type"] for item in body["output"]] == ["compaction"]
+    assert body["usage"]["input_tokens"] > 0
+    asked = model.requests[-1].json["messages"]
+    assert asked[0]["content"].startswith("You maintain the running summary")
+    assert "Ada" in asked[1]["content"]
+    # And passed back as input, it reaches the model as the summary it carries
+    item = body["output"][0]
+    follow = api.post(
+        "/v1/responses",
+        json={"model": "standin-model", "input": [item, {"role": "user", "content": "What do I like?"}]},
+    )
+    assert follow.status_code == 200, follow.text
+    sent = model.requests[-1].json["messages"]
+    assert sent[0]["role"] == "system"
+    assert sent[0]["content"].startswith("Summary of earlier conversation (messages 1\u20132):")
+    # And another user cannot compact from alice's responses; a missing model is a 400
+    first = api.post("/v1/responses", json={"model": "standin-model", "input": "Hello"}).json()
+    with server.client("mallory") as other:
+        refused = other.post(
+            "/v1/responses/compact", json={"model": "standin-model", "previous_response_id": first["id"]}
+        )
+    assert refused.status_code == 404
+    assert refused.json()["error"]["code"] == "previous_response_not_found"
+    unnamed = api.post("/v1/responses/compact", json={"previous_response_id": first["id"]})
+    assert unnamed.status_code == 400
+    assert unnamed.json()["error"]["param"] == "model"
+
+
+def test_compacting_a_response_keeps_the_summary_the_inspector_shows(api: httpx.Client) -> None:
+    """RSP-10: compacting from a response stores the conversation's summary up to that response, per
+    user: the window inspector of that conversation shows it."""
+    # Given a response
+    first = api.post("/v1/responses", json={"model": "standin-model", "input": "Remember: cobalt."}).json()
+    conversation_id = first["conversation"]["id"]
+    # When it is compacted
+    compacted = api.post(
+        "/v1/responses/compact", json={"model": "standin-model", "previous_response_id": first["id"]}
+    )
+    assert compacted.status_code == 200, compacted.text
+    # Then the conversation's window carries the summary of both messages
+    window = api.post(f"/conversations/{conversation_id}/window", json={"content": "next?"}).json()
+    summary = window["inspect"]["summary"]
+    assert (summary["from_seq"], summary["to_seq"]) == (1, 2)
+
+
+def test_context_management_compacts_past_the_threshold_and_the_response_says_so(
+    api: httpx.Client, model: OpenAIStandin
+) -> None:
+    """RSP-10: `context_management` on create: under the threshold nothing is compacted; past it the
+    conversation is compacted before the turn, the model gets the summary instead of what it folded,
+    and the response (whole or streamed) shows the compaction item before its answer."""
+    managed = [{"type": "compaction", "compact_threshold": 40}]
+    # Given a response, continued once under the threshold
+    first = api.post(
+        "/v1/responses", json={"model": "standin-model", "input": "My code word is cobalt."}
+    ).json()
+    small = api.post(
+        "/v1/responses",
+        json={
+            "model": "standin-model",
+            "input": "Hi",
+            "previous_response_id": first["id"],
+            "context_management": [{"type": "compaction", "compact_threshold": 100_000}],
+        },
+    ).json()
+    assert [item["type"] for item in small["output"]] == ["message"]
+    # When it is continued past the threshold
+    big = api.post(
+        "/v1/responses",
+        json={
+            "model": "standin-model",
+            "input": "What was my code word? " * 10,
+            "previous_response_id": small["id"],
+            "context_management": managed,
+        },
+    )
+    # Then the response shows the compaction first, and the model was sent the summary
+    assert big.status_code == 200, big.text
+    body = big.json()
+    conforms(spec.ResponseResource, body)
+    assert [item["type"] for item in body["output"]] == ["compaction", "message"]
+    assert body["context_management"] == managed
+    sent = model.requests[-1].json["messages"]
+    assert sent[0]["content"].startswith("Summary of earlier conversation (messages 1\u20134):")
+    assert [m["role"] for m in sent] == ["system", "user"]
+    # And streamed, the compaction is an output item of the stream before the answer
+    events = events_of(
+        api,
+        {
+            "model": "standin-model",
+            "input": "And again? " * 10,
+            "previous_response_id": body["id"],
+            "context_management": managed,
+        },
+    )
+    for event in events:
+        conforms(EVENTS[event["type"]], event)
+    added = [e["item"]["type"] for e in events if e["type"] == "response.output_item.added"]
+    assert added == ["compaction", "message"]
+    assert [i["type"] for i in events[-1]["response"]["output"]] == ["compaction", "message"]

@@ -157,6 +157,8 @@ _VOLATILE_KEYS = (
     (re.compile(r"(?i)^retry_in|^retry_after$|^retry-after$|^expires_in$"), "<seconds>"),
     (re.compile(r"(?i)request_?id$|^x-request-id$|^x-amzn-requestid$"), "<request-id>"),
     (re.compile(r"(?i)^etag$"), "<etag>"),
+    # RSP-10: a compaction item's content holds the conversation's id, encoded.
+    (re.compile(r"^encrypted_content$"), "<opaque>"),
 )
 _CURSOR_KEY = re.compile(r"(?i)cursor$")
 

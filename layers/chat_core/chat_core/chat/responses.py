@@ -100,6 +100,16 @@ def find_response(owner: str, value: str) -> tuple[ConversationRecord, MessageRe
     return conversation, answer
 
 
+def previous_answer(owner: str, value: str) -> tuple[ConversationRecord, MessageRecord]:
+    """`find_response` for a request's `previous_response_id`: its 404 names that field, as OpenAI's."""
+    try:
+        return find_response(owner, value)
+    except ResponseNotFound as exc:
+        raise PreviousResponseNotFound(
+            f"Previous response with id '{value}' not found.", field="previous_response_id"
+        ) from exc
+
+
 def live(owner: str, conversation_id: str) -> ConversationRecord:
     try:
         return paths.live_conversation(owner, conversation_id)
@@ -174,13 +184,7 @@ def plan_response(
     conversation: ConversationRecord | None = None
     previous: MessageRecord | None = None
     if previous_response_id is not None:
-        try:
-            conversation, previous = find_response(owner, previous_response_id)
-        except ResponseNotFound as exc:
-            # As OpenAI names it: the request's field, not the path's `response_id`.
-            raise PreviousResponseNotFound(
-                f"Previous response with id '{previous_response_id}' not found.", field="previous_response_id"
-            ) from exc
+        conversation, previous = previous_answer(owner, previous_response_id)
     elif conversation_id is not None:
         conversation = live(owner, conversation_id)
     else:

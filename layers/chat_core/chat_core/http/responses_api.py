@@ -28,7 +28,6 @@ REFUSED: Final = (
     "background",
     "prompt",
     "max_tool_calls",
-    "context_management",
     "service_tier",
     "prompt_cache_retention",
     "prompt_cache_options",
@@ -63,6 +62,15 @@ class ConversationParamIn(BaseModel):
     id: ConversationId
 
 
+class ContextManagementIn(BaseModel):
+    """RSP-10: compact the conversation before the turn once its input passes `compact_threshold`
+    tokens."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    type: Literal["compaction"]
+    compact_threshold: int = Field(ge=1)
+
+
 class ResponseCreateIn(BaseModel):
     """POST /v1/responses (and /v1/responses/input_tokens): the fields served; others are kept aside
     (`model_extra`) and refused by name."""
@@ -91,6 +99,7 @@ class ResponseCreateIn(BaseModel):
     user: str | None = Field(default=None, max_length=256)
     safety_identifier: str | None = Field(default=None, max_length=256)
     prompt_cache_key: str | None = Field(default=None, max_length=256)
+    context_management: list[ContextManagementIn] | None = Field(default=None, max_length=1)
     #: MEM-6: recall for this response's window (our extension; SDKs send it through `extra_body`).
     recall: bool | RecallIn | None = None
 
@@ -232,6 +241,7 @@ def echo(given: Mapping[str, Any] | None) -> dict[str, Any]:
         "safety_identifier": given.get("safety_identifier"),
         "prompt_cache_key": given.get("prompt_cache_key"),
         "background": False,
+        "context_management": given.get("context_management"),
     }
 
 
