@@ -305,10 +305,11 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(
         name="Responses",
         folder="responses",
-        operation="POST /v1/responses (OpenAI Responses API over a stored conversation; stores the turn, calls the model), GET/DELETE /v1/responses/{response_id}, GET /v1/responses/{response_id}/input_items, POST /v1/responses/input_tokens",
+        operation="POST /v1/responses (OpenAI Responses API over a stored conversation; stores the turn, calls the model), GET/DELETE /v1/responses/{response_id}, GET /v1/responses/{response_id}/input_items, POST /v1/responses/input_tokens, POST /v1/responses/compact (summarizes with the model)",
         http=(
             HttpRoute("POST", "/v1/responses"),
             HttpRoute("POST", "/v1/responses/input_tokens", event="InputTokens"),
+            HttpRoute("POST", "/v1/responses/compact", event="Compact"),
             HttpRoute("GET", "/v1/responses/{response_id}", event="Retrieve"),
             HttpRoute("DELETE", "/v1/responses/{response_id}", event="Delete"),
             HttpRoute("GET", "/v1/responses/{response_id}/input_items", event="InputItems"),

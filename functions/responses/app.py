@@ -1,6 +1,6 @@
 """The Responses API (RSP-2..RSP-5): POST /v1/responses (stores the turn, calls the model; streamed
 through `stream_handler`), GET/DELETE /v1/responses/{response_id}, GET .../input_items, POST
-/v1/responses/input_tokens."""
+/v1/responses/input_tokens, POST /v1/responses/compact (RSP-10)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from chat_core.http import responses_routes as routes
 from chat_core.http.api import Response, build_app, caller, idempotency_key, json_response
 from chat_core.http.query import Query
 from chat_core.http.responses_api import ResponseCreateIn
+from chat_core.http.responses_compact import CompactIn, compact_response
 from chat_core.http.responses_turn import create_response
 from chat_core.http.sink import StreamSink
 from chat_core.http.warm import preload_tokenizer
@@ -30,6 +31,11 @@ def create(body: ResponseCreateIn) -> Response[Any]:
     if answer.streamed:
         return Response(200, "text/event-stream", "", answer.headers)
     return json_response(answer.status, answer.body, answer.headers)
+
+
+@app.post("/v1/responses/compact")
+def compact(body: CompactIn) -> Response[Any]:
+    return json_response(200, compact_response(caller(app), body, idempotency_key(app), app.lambda_context))
 
 
 @app.post("/v1/responses/input_tokens")

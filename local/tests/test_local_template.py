@@ -44,6 +44,7 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
         "ResponsesFunction": {
             "POST /v1/responses",
             "POST /v1/responses/input_tokens",
+            "POST /v1/responses/compact",
             "GET /v1/responses/{response_id}",
             "DELETE /v1/responses/{response_id}",
             "GET /v1/responses/{response_id}/input_items",

@@ -48,13 +48,15 @@ def client(server: ServerProcess, model: OpenAIStandin) -> Iterator[openai.OpenA
 
 
 def _partition(api: httpx.Client, owner: str, conversation_id: str) -> list[dict[str, Any]]:
-    """Every item of the conversation's partition in the local table."""
+    """Every item of the conversation's partition in the local table (keyed by the bare id, RSP-6)."""
     health = api.get("/_local/health").json()
     dynamodb = local_client(health["dynamodb_endpoint"])
     answer = dynamodb.query(
         TableName=health["table"],
         KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": conversation_pk(owner, conversation_id)}},
+        ExpressionAttributeValues={
+            ":pk": {"S": conversation_pk(owner, conversation_id.removeprefix("conv_"))}
+        },
     )
     items: list[dict[str, Any]] = answer["Items"]
     return items

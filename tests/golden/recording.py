@@ -157,6 +157,8 @@ _VOLATILE_KEYS = (
     (re.compile(r"(?i)^retry_in|^retry_after$|^retry-after$|^expires_in$"), "<seconds>"),
     (re.compile(r"(?i)request_?id$|^x-request-id$|^x-amzn-requestid$"), "<request-id>"),
     (re.compile(r"(?i)^etag$"), "<etag>"),
+    # RSP-10: a compaction item's content holds the conversation's id, encoded.
+    (re.compile(r"^encrypted_content$"), "<opaque>"),
 )
 _CURSOR_KEY = re.compile(r"(?i)cursor$")
 
@@ -185,8 +187,9 @@ class Normaliser:
             value = value.replace(url, placeholder)
         value = re.sub(r"chatcmpl-[A-Za-z0-9_-]+", lambda m: "chatcmpl-" + self._id(m.group(0)), value)
         value = re.sub(rf"\b(?:{_UUID}|{_ULID}|{_HEX})\b", lambda m: self._id(m.group(0)), value)
-        # RSP-1: the Responses ids hold a conversation id between underscores (`resp_<id>_<seq>`).
-        value = re.sub(rf"(?<=_){_ULID}(?=_)", lambda m: self._id(m.group(0)), value)
+        # RSP-1: the Responses ids hold a conversation id after an underscore (`resp_<id>_<seq>`,
+        # `conv_<id>`).
+        value = re.sub(rf"(?<=_){_ULID}(?![0-9A-Z])", lambda m: self._id(m.group(0)), value)
         value = re.sub(_TIMESTAMP, "<timestamp>", value)
         value = re.sub(_HTTP_DATE, "<http-date>", value)
         value = re.sub(rf"\b{_DATE}\b", "<date>", value)
@@ -196,7 +199,11 @@ class Normaliser:
         if isinstance(value, (int, float, str)) and not isinstance(value, bool):
             if key in racy:
                 return f"<racy>:{_type_name(value)}"
-            if key in ("created", "created_at") and isinstance(value, int) and value > 1_000_000_000:
+            if (
+                key in ("created", "created_at", "completed_at")
+                and isinstance(value, int)
+                and value > 1_000_000_000
+            ):
                 # a chat.completion's, a Response's; elsewhere `created` is a count, `created_at` ISO text
                 return "<unix-time>:int"
             for pattern, placeholder in _VOLATILE_KEYS:

@@ -67,6 +67,13 @@ def responses(rec: Recorder) -> None:
         "the input counted with its context",
         json_body={"model": "standin-model", "input": "How long?", "previous_response_id": first},
     )
+    rec.call(
+        "POST",
+        "/v1/responses/compact",
+        "the conversation compacted up to a response (RSP-10)",
+        json_body={"model": "standin-model", "previous_response_id": first},
+    )
+    rec.call("POST", "/v1/responses/compact", "400: no model", json_body={"input": "x"})
     rec.call("DELETE", "/v1/responses/{response_id}", "deleted", path={"response_id": first})
     rec.call("DELETE", "/v1/responses/{response_id}", "404: deleted already", path={"response_id": first})
     conversations(rec)

@@ -40,6 +40,7 @@ def body_for(route_key: str, ids: dict[str, str], marker: str = "sample") -> Any
             "conversation": conversation_id,
             "input": f"{marker} count",
         },
+        "POST /v1/responses/compact": {"model": "gpt-4o-mini", "input": f"{marker} compact"},
         "POST /v1/conversations/{conversation_id}": {"metadata": {"topic": f"{marker} topic"}},
         "POST /v1/conversations/{conversation_id}/items": {
             "items": [{"type": "message", "role": "user", "content": f"{marker} item"}]

@@ -334,6 +334,11 @@ def test_every_answer_of_every_route_is_documented(
         json={"model": "standin-model", "input": "more", "previous_response_id": response_id},
     )
     assert counted.status_code == 200
+    compacted = client.post(
+        "/v1/responses/compact", json={"model": "standin-model", "previous_response_id": response_id}
+    )
+    assert compacted.status_code == 200, compacted.text
+    assert client.post("/v1/responses/compact", json={"input": "no model"}).status_code == 400
     assert client.delete(f"/v1/responses/{response_id}").status_code == 200
     assert client.get(f"/v1/responses/{response_id}").status_code == 404
     assert client.delete(f"/v1/responses/{response_id}").status_code == 404

@@ -6,7 +6,8 @@ API-15); `function_call` items are the `tool_calls` of one assistant message (co
 assistant message just before them, make one message), with the item's `call_id` as the call's id; a
 `function_call_output` item is the tool message answering that id. `reasoning` items are accepted and not
 sent on (a Chat Completions model has no place for them); an `item_reference` names a stored item and is
-resolved by the caller (`references`).
+resolved by the caller (`references`); a `compaction` item (RSP-10) is the summary it carries, a
+system-side item.
 
 Stored messages (their API-1 views) become output items: a user or assistant message is a `message`
 item, each tool call of an answer a `function_call` item, a tool message a `function_call_output` item.
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from chat_core.chat import compaction_items
 from chat_core.errors import InvalidInput
 from chat_core.store.keys import seq_in_message_id
 
@@ -34,7 +36,14 @@ _ULID: Final = r"[0-9A-HJKMNP-TV-Z]{26}"
 _RESPONSE_RE: Final = re.compile(rf"^resp_({_ULID})_([1-9][0-9]{{0,11}})$")
 _ITEM_RE: Final = re.compile(rf"^(msg|fc|fco)_({_ULID})_([1-9][0-9]{{0,11}})(?:_([0-9]{{1,3}}))?$")
 #: The item types an input may carry.
-INPUT_TYPES: Final = ("message", "function_call", "function_call_output", "reasoning", "item_reference")
+INPUT_TYPES: Final = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "item_reference",
+    "compaction",
+)
 
 
 def response_id(conversation_id: str, seq: int) -> str:
@@ -213,6 +222,9 @@ def input_messages(value: str | Sequence[Any]) -> InputMessages:
                 raise InvalidInput(f"{where}: a function_call_output needs `call_id`", field=where)
             output = _output_text(item.get("output"), where)
             found.add({"role": "tool", "tool_call_id": call_id, "content": output}, item)
+        elif kind == "compaction":
+            # RSP-10: the summary it carries, expanded as a system-side item (it stands for what it folded).
+            found.system.append(compaction_items.expand(item.get("encrypted_content"), where))
         elif kind == "item_reference":
             if not isinstance(item.get("id"), str):
                 raise InvalidInput(f"{where}: an item_reference needs `id`", field=where)

@@ -61,6 +61,10 @@ class ResponseNotFound(NotFound):
     code = "response_not_found"
 
 
+class PreviousResponseNotFound(NotFound):
+    code = "previous_response_not_found"
+
+
 class ItemNotFound(NotFound):
     code = "item_not_found"
 
@@ -94,6 +98,16 @@ def find_response(owner: str, value: str) -> tuple[ConversationRecord, MessageRe
     if answer is None or not is_answer(answer):
         raise missing_response(value)
     return conversation, answer
+
+
+def previous_answer(owner: str, value: str) -> tuple[ConversationRecord, MessageRecord]:
+    """`find_response` for a request's `previous_response_id`: its 404 names that field, as OpenAI's."""
+    try:
+        return find_response(owner, value)
+    except ResponseNotFound as exc:
+        raise PreviousResponseNotFound(
+            f"Previous response with id '{value}' not found.", field="previous_response_id"
+        ) from exc
 
 
 def live(owner: str, conversation_id: str) -> ConversationRecord:
@@ -170,7 +184,7 @@ def plan_response(
     conversation: ConversationRecord | None = None
     previous: MessageRecord | None = None
     if previous_response_id is not None:
-        conversation, previous = find_response(owner, previous_response_id)
+        conversation, previous = previous_answer(owner, previous_response_id)
     elif conversation_id is not None:
         conversation = live(owner, conversation_id)
     else:

@@ -248,6 +248,11 @@ def _read(owner: str, conversation_id: str) -> conversation_store.Recent:
     return paths.active_history(recent, reach)
 
 
+def step_budget(context: Any) -> float | None:
+    """Seconds one step's model call may take in this invocation (the store's margin kept)."""
+    return time_budget_from_context(context, safety_margin_s=_STORE_MARGIN_S)
+
+
 def summarize_conversation(
     owner: str,
     conversation_id: str,
@@ -282,7 +287,7 @@ def summarize_conversation(
         budget = time_budget_from_context(context, safety_margin_s=_STORE_MARGIN_S)
         if chunk and budget is not None and budget < settings.llm_timeout_seconds:
             break  # the rest waits for the next turn's record rather than racing the deadline
-        status, step = _summarize_step(
+        status, step = summarize_step(
             owner, conversation, summary, pending, model, budget, settings, stored=stored
         )
         if step is None:
@@ -301,7 +306,7 @@ def summarize_conversation(
     return outcome
 
 
-def _summarize_step(
+def summarize_step(
     owner: str,
     conversation: ConversationRecord,
     previous: SummaryRecord | None,

@@ -26,7 +26,7 @@ from chat_core.errors import (
     StoreUnavailable,
     Unauthorized,
 )
-from chat_core.http import limits, query
+from chat_core.http import conversation_ids, limits, query
 from chat_core.http.direct_invocation import PLACEHOLDER, direct_event, direct_result
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
 from chat_core.http.statuses import status_for
@@ -217,6 +217,7 @@ class ChatResolver(APIGatewayHttpResolver):
                 return _refusal(401, Unauthorized.code, NO_IDENTITY_MESSAGE)
             message = f"a {content_type!r} body has no boundary; send the request body as application/json"
             return _refusal(415, "unsupported_media_type", message)
+        event = conversation_ids.bare_event(event)
         self.current_event = self._to_proxy_event(dict(event))
         self.lambda_context = context
         return super().resolve(event, context)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from chat_core.chat import response_items, responses, update
 from chat_core.chat.commands import ConversationSettings, UpdateConversation
 from chat_core.chat.create import new_conversation
+from chat_core.http.conversation_ids import openai_id
 from chat_core.http.schemas import MetadataKey, MetadataValue
 from chat_core.store.records import ConversationRecord
 
@@ -47,7 +48,7 @@ class ConversationItemsIn(BaseModel):
 def conversation_object(conversation: ConversationRecord) -> dict[str, Any]:
     created = datetime.fromisoformat(conversation.created_at.replace("Z", "+00:00"))
     return {
-        "id": conversation.conversation_id,
+        "id": openai_id(conversation.conversation_id),
         "object": "conversation",
         "created_at": int(created.timestamp()),
         "metadata": responses.conversation_metadata(conversation),

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chat_core.chat.response_items import response_id
 from chat_core.errors import InvalidInput
+from chat_core.http.conversation_ids import openai_id
+from chat_core.http.response_objects import ResponseObject
 from chat_core.http.schemas import ConversationId, MetadataKey, MetadataValue, ModelName, RecallIn
 from chat_core.store.keys import seq_in_message_id
 
@@ -26,7 +28,6 @@ REFUSED: Final = (
     "background",
     "prompt",
     "max_tool_calls",
-    "context_management",
     "service_tier",
     "prompt_cache_retention",
     "prompt_cache_options",
@@ -61,6 +62,15 @@ class ConversationParamIn(BaseModel):
     id: ConversationId
 
 
+class ContextManagementIn(BaseModel):
+    """RSP-10: compact the conversation before the turn once its input passes `compact_threshold`
+    tokens."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    type: Literal["compaction"]
+    compact_threshold: int = Field(ge=1)
+
+
 class ResponseCreateIn(BaseModel):
     """POST /v1/responses (and /v1/responses/input_tokens): the fields served; others are kept aside
     (`model_extra`) and refused by name."""
@@ -89,6 +99,7 @@ class ResponseCreateIn(BaseModel):
     user: str | None = Field(default=None, max_length=256)
     safety_identifier: str | None = Field(default=None, max_length=256)
     prompt_cache_key: str | None = Field(default=None, max_length=256)
+    context_management: list[ContextManagementIn] | None = Field(default=None, max_length=1)
     #: MEM-6: recall for this response's window (our extension; SDKs send it through `extra_body`).
     recall: bool | RecallIn | None = None
 
@@ -230,6 +241,7 @@ def echo(given: Mapping[str, Any] | None) -> dict[str, Any]:
         "safety_identifier": given.get("safety_identifier"),
         "prompt_cache_key": given.get("prompt_cache_key"),
         "background": False,
+        "context_management": given.get("context_management"),
     }
 
 
@@ -256,45 +268,40 @@ def response_object(
     settings: Mapping[str, Any] | None = None,
     previous_id: str | None = None,
 ) -> dict[str, Any]:
-    """RSP-2: the Response object of a stored answer, as the `openai` SDK parses it; `settings` those
-    its request set (see `echo`)."""
+    """RSP-2: the Response object of a stored answer (`ResponseObject`); `settings` those its request set
+    (see `echo`). The answer is stored once the model has answered: its time is `completed_at`."""
     status, error, incomplete = status_of(answer)
+    stored_at = _epoch(str(answer["created_at"]))
     body: dict[str, Any] = {
         "id": response_id(conversation_id, seq_in_message_id(str(answer["message_id"])) or 0),
-        "object": "response",
-        "created_at": _epoch(str(answer["created_at"])),
+        "created_at": stored_at,
+        "completed_at": stored_at if status == "completed" else None,
         "status": status,
         "error": error,
         "incomplete_details": incomplete,
         "model": answer.get("model"),
         "output": output,
         "previous_response_id": previous_id,
-        "conversation": {"id": conversation_id},
+        "conversation": {"id": openai_id(conversation_id)},
         "usage": usage_object(answer),
     }
     body.update(echo(settings))
-    return body
+    return ResponseObject.model_validate(body).wire()
 
 
 def in_progress_object(
     request: ResponseCreateIn, provisional_id: str, model: str, created: int
 ) -> dict[str, Any]:
-    """The Response a stream starts with (`response.created`), before the answer has an id."""
+    """The Response a stream starts with (`response.created`), before the answer is stored."""
     body: dict[str, Any] = {
         "id": provisional_id,
-        "object": "response",
         "created_at": created,
         "status": "in_progress",
-        "error": None,
-        "incomplete_details": None,
         "model": model,
-        "output": [],
         "previous_response_id": request.previous_response_id,
-        "conversation": None,
-        "usage": None,
     }
     body.update(echo(request.model_dump(mode="json", exclude_none=True)))
-    return body
+    return ResponseObject.model_validate(body).wire()
 
 
 def list_page(items: list[dict[str, Any]], *, after: str | None, limit: int, order: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from chat_core.chat import response_items, responses
 from chat_core.errors import InvalidInput, NotFound
+from chat_core.http.conversation_ids import bare_path, openai_id
 from chat_core.http.models_list import models_list
 from chat_core.http.openai_conversations import (
     ConversationCreateIn,
@@ -63,7 +64,7 @@ def input_tokens(owner: str, request: ResponseCreateIn) -> dict[str, Any]:
 def delete_conversation(owner: str, conversation_id: str) -> dict[str, Any]:
     responses.live(owner, conversation_id)
     responses.forget(owner, conversation_id)
-    return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+    return {"id": openai_id(conversation_id), "object": "conversation.deleted", "deleted": True}
 
 
 def list_items(
@@ -184,7 +185,7 @@ def dispatch(
     """One JSON `/v1` request (not POST /v1/responses or /v1/chat/completions): its 200 answer; a
     ChatError for a refusal (the caller shapes it as OpenAI's error)."""
     for verb, pattern, route in ROUTES:
-        found = pattern.fullmatch(path)
+        found = pattern.fullmatch(bare_path(path))
         if verb == method and found is not None:
             params = {str(i + 1): value for i, value in enumerate(found.groups())}
             return route(owner, params, query, body, idempotency_key)

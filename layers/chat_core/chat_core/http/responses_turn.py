@@ -28,6 +28,7 @@ from chat_core.chat.once import once
 from chat_core.errors import InvalidInput, TurnEnded
 from chat_core.http import responses_unstored as unstored
 from chat_core.http.api import openai_error_body, openai_status
+from chat_core.http.conversation_ids import openai_id
 from chat_core.http.request_commands import post_command
 from chat_core.http.responses_api import (
     ResponseCreateIn,
@@ -36,6 +37,7 @@ from chat_core.http.responses_api import (
     post_settings,
     response_object,
 )
+from chat_core.http.responses_compact import compact_before_turn
 from chat_core.http.schemas import PostMessageIn
 from chat_core.http.statuses import status_for
 from chat_core.settings import get_settings
@@ -81,6 +83,8 @@ class EventStream:
         self.items: list[_Open] = []
         self.calls: dict[int, _Open] = {}
         self.where: tuple[str, int] = ("", 0)
+        #: Items the response shows before its answer (RSP-10: a compaction done before the turn).
+        self.leading: list[dict[str, Any]] = []
 
     def turn_started(self, conversation_id: str, reply_seq: int) -> None:
         """Where the post will store the answer (called by the post before it asks the model)."""
@@ -96,9 +100,12 @@ class EventStream:
         self.started = True
         rid = response_items.response_id(*self.where)
         snapshot = in_progress_object(self.request, rid, self.model, int(time.time()))
-        snapshot["conversation"] = {"id": self.where[0]}
+        snapshot["conversation"] = {"id": openai_id(self.where[0])}
         self.send("response.created", response=snapshot)
         self.send("response.in_progress", response=snapshot)
+        for item in self.leading:
+            opened = self._open(item["type"], item)
+            self.send("response.output_item.done", output_index=opened.index, item=item)
 
     def _open(self, kind: str, item: dict[str, Any]) -> _Open:
         opened = _Open(kind, len(self.items), item)
@@ -175,6 +182,8 @@ class EventStream:
         """The stored Response: the events of items not streamed, every `.done`, then the last event."""
         self.start()
         for index, item in enumerate(response["output"]):
+            if index < len(self.leading):
+                continue  # sent whole at the start
             streamed = self.items[index] if index < len(self.items) else None
             if streamed is None:
                 self._replay_item(item)
@@ -402,11 +411,14 @@ def _respond(
     conversation_id = responses.open_response(owner, plan, model, idempotency_key, kept=kept)
     if made is not None and conversation_id is not None:
         made.append(conversation_id)
+    compacted = compact_before_turn(owner, request, plan, conversation_id, model, context)
     if conversation_id is not None and turn.conversation_id is None:
         command = _command(
             turn.model_copy(update={"conversation_id": conversation_id}), request, plan.previous
         )
     events = EventStream(emit, request, model) if emit is not None else None
+    if events is not None and compacted is not None:
+        events.leading.append(compacted)
     outcome = post.post_message(
         owner,
         command,
@@ -430,6 +442,8 @@ def _respond(
     previous = plan.previous
     previous_id = response_items.response_id(conversation_id, previous.seq) if previous is not None else None
     output = response_items.message_items(answer) if answer.get("status") != "error" else []
+    if compacted is not None:
+        output.insert(0, compacted)
     shown = request.model_dump(mode="json", exclude_none=True)
     response = response_object(conversation_id, answer, output, settings=shown, previous_id=previous_id)
     if request.store is False:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from chat_core.chat.policy import MAX_POLICY_MESSAGES
+from chat_core.http.conversation_ids import bare_id
 
 MAX_TITLE_CHARS = 200
 MAX_SYSTEM_PROMPT_CHARS = 20_000
@@ -18,7 +19,8 @@ ModelName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]*$"),
 ]
-ConversationId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+#: A conversation id in a body: bare or in OpenAI's form (`conv_<id>`), the stored (bare) id once read.
+ConversationId = Annotated[str, BeforeValidator(bare_id), StringConstraints(min_length=1, max_length=64)]
 
 
 class _Strict(BaseModel):

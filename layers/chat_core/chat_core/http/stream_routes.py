@@ -22,6 +22,7 @@ from chat_core.http.api import MAX_IDEMPOTENCY_KEY_CHARS, error_body, openai_err
 from chat_core.http.openai import CONVERSATION_HEADER, ChatCompletionIn, chat_completion
 from chat_core.http.request_commands import post_command
 from chat_core.http.responses_api import ResponseCreateIn
+from chat_core.http.responses_compact import CompactIn, compact_response
 from chat_core.http.responses_routes import dispatch
 from chat_core.http.responses_turn import create_response
 from chat_core.http.schemas import PostMessageIn
@@ -31,6 +32,8 @@ Emit = Callable[[dict[str, Any]], None]
 COMPLETIONS: Final = "/v1/chat/completions"
 RESPONSES: Final = "/v1/responses"
 MESSAGES: Final = "/messages"
+#: JSON, not streamed; served here rather than by `dispatch` since it calls the model (RSP-10).
+COMPACT: Final = "/v1/responses/compact"
 ROUTES: Final = (COMPLETIONS, RESPONSES, MESSAGES)
 
 
@@ -144,6 +147,9 @@ def _json_route(
     if not path.startswith("/v1/"):
         return _error(path, 404, "route_not_found", f"no route for {method} {path}")
     try:
+        if (method, path) == ("POST", COMPACT):
+            request = _validated(CompactIn, body)
+            return Answer(200, compact_response(owner, request, _idempotency_key(headers), None))
         return Answer(200, dispatch(method, path, owner, query, body, _idempotency_key(headers)))
     except ChatError as exc:
         field_name = exc.details.get("field")
