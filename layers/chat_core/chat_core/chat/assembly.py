@@ -6,12 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chat_core.chat import memory, paths, recall_across, recall_hybrid, summary_window
+from chat_core.chat import memory, paths, summary_window
 from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
 from chat_core.chat.policy import count_message, first_reach, history_reach, short_of_budget, window_policy
-from chat_core.chat.recall_window import Recalled, recall_messages, recall_option
+from chat_core.chat.recall import across as recall_across
+from chat_core.chat.recall import hybrid as recall_hybrid
+from chat_core.chat.recall.in_window import Recalled, recall_messages, recall_option
 from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
 from chat_core.engine import tokens
 from chat_core.engine.costs import Charge

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
-from chat_core.chat.recall_window import Recalled
+from chat_core.chat.recall.in_window import Recalled
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
 from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord

@@ -3,7 +3,7 @@
 The window policy's `recall` option: `true` takes DEFAULT_SHARE of the window's token budget (at most
 DEFAULT_CAP tokens; DEFAULT_TOKENS when the policy has no token budget), `{"max_tokens": N}` takes N
 (with no token budget N is a budget of its own, apart from the policy's caps). `"scope": "all"` also
-searches the caller's newest other conversations (`chat.recall_search`).
+searches the caller's newest other conversations (`chat.recall.search`).
 
 Candidates are the messages of the ACTIVE path the recency window left out: a conversation that never
 branched has one path (every live message); a branched one is followed from the oldest message of the
@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from chat_core.chat import recall_hybrid
+from chat_core.chat.recall import hybrid as recall_hybrid
 from chat_core.engine import recall
 from chat_core.engine.costs import Charge
 from chat_core.engine.recall import Doc, Segment
 from chat_core.engine.recall.segments import ROLE_MASK, ROLE_TOOL, TOOL_CALL
-from chat_core.store import recall_index as store
 from chat_core.store.keys import conversation_pk
+from chat_core.store.recall import index as store
 from chat_core.store.records import ConversationRecord, MessageRecord
 
 #: `recall: true`: this share of the window's token budget, at most DEFAULT_CAP tokens.
@@ -192,7 +192,7 @@ def recall_messages(
     semantic: bool = False,
 ) -> tuple[list[Recalled], Charge | None]:
     """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (with
-    `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall_hybrid`), oldest first in the
+    `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall.hybrid`), oldest first in the
     answer; with the current message's embedding's charge when one was made (not charged yet)."""
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
