@@ -101,6 +101,8 @@ def _mark_recalled(
         row = _entry(message, state, reason, groups.get(ref))
         row["recalled"] = True
         row["score"] = round(item.score, 4)
+        if item.neighbour_of is not None:  # MEM-53: brought as the turn next to a hit
+            row["neighbour_of"] = item.neighbour_of
         if ref in by_id:
             by_id[ref].update(row)
         else:
