@@ -14,9 +14,7 @@ from tests.support.stream_records import TableStream
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
 TABLE = "chat-history-it"
-FILLER = [
-    {"role": "user", "content": f"small talk number {n} about the weather in town"} for n in range(20)
-]
+FILLER = [{"role": "user", "content": f"small talk number {n} about the weather in town"} for n in range(20)]
 
 
 def conversation(first: list[dict[str, Any]]) -> str:
@@ -50,8 +48,10 @@ def test_mem53_a_recalled_question_brings_its_answer(chat_service: None) -> None
     assert answer.status == 200, answer.body
     entries = entries_by_seq(answer)
     # Then the question is recalled as a hit and its answer beside it, marked as its neighbour
-    assert entries[1]["state"] == "recalled" and "neighbour_of" not in entries[1]
-    assert entries[2]["state"] == "recalled" and entries[2]["neighbour_of"] == 1
+    assert entries[1]["state"] == "recalled"
+    assert "neighbour_of" not in entries[1]
+    assert entries[2]["state"] == "recalled"
+    assert entries[2]["neighbour_of"] == 1
     assert any("Lisbon" in str(m["content"]) for m in answer.body["messages"])
     assert answer.body["stats"]["recall"]["neighbours"] >= 1
 
@@ -94,4 +94,5 @@ def test_mem54_a_hit_too_long_for_the_budget_is_reported_not_cut(chat_service: N
     # Then no part of it is sent, and the stats say it did not fit
     assert not any("fact1 " in str(m["content"]) for m in answer.body["messages"])
     skipped = answer.body["stats"]["recall"]["did_not_fit"]
-    assert skipped[0]["seqs"] == [1] and skipped[0]["tokens"] > 100
+    assert skipped[0]["seqs"] == [1]
+    assert skipped[0]["tokens"] > 100
