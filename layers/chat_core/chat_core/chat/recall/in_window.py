@@ -1,6 +1,6 @@
 """Recall in the window (MEM-6..10): older messages relevant to the current one, within a token share.
 
-The window policy's `recall` option: `true` takes DEFAULT_SHARE of the window's token budget (at most
+The window policy's `recall` option: `true` takes up to DEFAULT_SHARE of the window's token budget (at most
 DEFAULT_CAP tokens; DEFAULT_TOKENS when the policy has no token budget), `{"max_tokens": N}` takes N
 (with no token budget N is a budget of its own, apart from the policy's caps). `"scope": "all"` also
 searches the caller's newest other conversations (`chat.recall.search`).
@@ -12,6 +12,8 @@ Query read but the window dropped are at hand (scored from their text when the i
 yet); the others are fetched with one BatchGetItem (a deleted one drops out there: deletion takes
 effect at once). A tool call travels with all its results, or none of them. Cost: the tail (GetItem),
 the segments not cached (one BatchGetItem), the messages (one BatchGetItem): at most 3 calls.
+Which hits, and which of the turns around them, fill the budget is `engine.recall.packing` (MEM-53/54):
+what recall leaves unused goes to the recency window.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from chat_core.store.keys import conversation_pk
 from chat_core.store.recall import index as store
 from chat_core.store.records import ConversationRecord, MessageRecord
 
-#: `recall: true`: this share of the window's token budget, at most DEFAULT_CAP tokens.
+#: `recall: true`: at most this share of the window's token budget and DEFAULT_CAP tokens (a ceiling, not a
+#: split: recall leaves weak hits to recency; chosen on LoCoMo's tuning half, docs/recall.md).
 DEFAULT_SHARE: Final = 0.9
 DEFAULT_CAP: Final = 4000
 #: `recall: true` under a policy with no token budget (the seed-003 default): a budget of its own.
