@@ -170,8 +170,9 @@ class OurRetriever:
     out, best first while they fit; the recency window keeps the rest. `share` 1.0: the whole history
     room to retrieved turns, like the BM25 baseline (a comparison of the two retrievers alone)."""
 
-    def __init__(self, share: float) -> None:
+    def __init__(self, share: float, *, neighbours: bool = True) -> None:
         self.share = share
+        self.neighbours = neighbours
         self._index: dict[int, tuple[Sequence[Mapping[str, Any]], Any]] = {}
 
     def index(self, turns: Sequence[Mapping[str, Any]]) -> Any:
@@ -187,15 +188,27 @@ class OurRetriever:
         return cached[1]
 
     def __call__(self, turns: Sequence[Mapping[str, Any]], question: str, budget: int) -> set[str]:
+        from chat_core.engine.recall import packing
+
         index = self.index(turns)
-        if self.share >= 1.0:
-            recent: set[str] = set()
-            room = room_for_history(turns, question, budget)
-        else:
-            room = int(budget * self.share)
-            recent = recency(turns, question, budget - room)
+        whole_room = room_for_history(turns, question, budget)
+        room = whole_room if self.share >= 1.0 else int(budget * self.share)
+        recent = set() if self.share >= 1.0 else recency(turns, question, budget - room)
         seqs = {seq for seq, t in enumerate(turns, start=1) if str(t["message_id"]) in recent}
         hits = index.search(question, limit=len(turns), keep=lambda doc: doc.seq not in seqs)
-        costs = [int(t["tokens"]) for t in turns]
-        kept = fill((h.doc.seq - 1 for h in hits), costs, room)
-        return recent | {str(turns[i]["message_id"]) for i in kept}
+        costs = {seq: int(t["tokens"]) for seq, t in enumerate(turns, start=1)}
+        n = len(turns)
+        packed = packing.pack(
+            {h.doc.seq: h.score for h in hits},
+            room,
+            unit=lambda seq: [seq],
+            cost=costs.__getitem__,
+            neighbours=(lambda seq: [s for s in (seq - 1, seq + 1) if 1 <= s <= n])
+            if self.neighbours
+            else (lambda seq: []),
+            excluded=seqs.__contains__,
+        )
+        used = sum(u.tokens for u in packed.units)
+        if self.share < 1.0 and used < room:  # what recall did not use goes back to recency (MEM-54)
+            recent = recency(turns, question, budget - used)
+        return recent | {str(turns[s - 1]["message_id"]) for s in packed.seqs}

@@ -20,9 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "chat_core"))
 
-from chat_core.chat import recall_upkeep
+from chat_core.chat.recall import upkeep as recall_upkeep
 from chat_core.engine.recall import Segment
-from chat_core.store import recall_index
+from chat_core.store.recall import index as recall_index
 from chat_core.store.records import MessageRecord
 
 WORDS = [f"w{n}" for n in range(3000)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from chat_core.chat import recall_search
+from chat_core.chat.recall import search as recall_search
 from chat_core.http.api import Response, build_app, caller, json_response
 from chat_core.http.query import Query
 from chat_core.observability import http_entry

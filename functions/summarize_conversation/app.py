@@ -22,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chat_core.chat import facts, recall_embedding, recall_upkeep, summaries, usage_stream
+from chat_core.chat import facts, summaries, usage_stream
+from chat_core.chat.recall import embedding as recall_embedding
+from chat_core.chat.recall import upkeep as recall_upkeep
 from chat_core.errors import ChatError, SummaryFailed
 from chat_core.http.direct import owner_and_conversation
 from chat_core.observability import entry

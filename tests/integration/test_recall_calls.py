@@ -8,10 +8,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from chat_core.chat import recall_upkeep
-from chat_core.store import recall_index
+from chat_core.chat.recall import upkeep as recall_upkeep
 from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import message_id_for
+from chat_core.store.recall import index as recall_index
 
 from tests.support import functions as api
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import botocore.client
 import pytest
-from chat_core.chat import recall_upkeep
 from chat_core.chat.commands import PostMessage
 from chat_core.chat.post import post_message
+from chat_core.chat.recall import upkeep as recall_upkeep
 from chat_core.engine import recall
 from chat_core.llm.provider import get_provider
-from chat_core.store import recall_index
 from chat_core.store.items import Message
 from chat_core.store.keys import message_sk
+from chat_core.store.recall import index as recall_index
 
 from tests.support import events as http_events
 from tests.support import functions as api
@@ -235,7 +235,7 @@ def test_a_deleted_conversation_is_not_indexed(chat_service: None) -> None:
 def test_an_index_failure_raises_for_a_retry_that_indexes(
     chat_service: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chat_core.chat import recall_upkeep
+    from chat_core.chat.recall import upkeep as recall_upkeep
     from chat_core.errors import StoreUnavailable, SummaryFailed
 
     # Given a turn, and an index that cannot be written

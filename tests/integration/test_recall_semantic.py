@@ -10,16 +10,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from chat_core.chat import recall_embedding, recall_upkeep
+from chat_core.chat.recall import embedding as recall_embedding
+from chat_core.chat.recall import upkeep as recall_upkeep
 from chat_core.engine.recall import vectors
 from chat_core.errors import ProviderFailed
 from chat_core.llm.embeddings import EMBEDDER
 from chat_core.llm.offline import offline_vector
 from chat_core.runtime import current
-from chat_core.store import ledger, recall_index
-from chat_core.store import recall_vectors as store
+from chat_core.store import ledger
 from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import conversation_pk, message_id_for
+from chat_core.store.recall import index as recall_index
+from chat_core.store.recall import vector_items as store
 
 from tests.support import functions as api
 from tests.support.lambda_context import LambdaContext

@@ -61,7 +61,7 @@ LAZY_ALLOWED = {
     ("aws_lambda_powertools.event_handler.middlewares.openapi_validation",),
 }
 #: MEM-48..51: semantic recall embeds messages on the stream and the current message on the window path.
-MODEL_CALLERS |= {"chat.recall_embedding", "chat.recall_hybrid"}
+MODEL_CALLERS |= {"chat.recall.embedding", "chat.recall.hybrid"}
 MAX_LINES = 500
 #: Modules that are longer and read better whole, each with the reason. This list only shrinks: an entry
 #: may go down or away, never up, and none is added (`test_the_allowances_only_shrink`).

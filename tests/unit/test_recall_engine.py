@@ -92,3 +92,28 @@ def test_bm25_keep_filters_documents() -> None:
     docs = [recall.document(seq, seq - 1, "user", "cat", 10) for seq in range(1, 9)]
     index = recall.MemoryIndex.build(docs)
     assert {h.doc.seq for h in index.search("cat", limit=10, keep=lambda d: d.seq > 6)} == {7, 8}
+
+
+def test_mem53_neighbours_come_by_score_margin_and_budget_left_not_a_fixed_count() -> None:
+    """MEM-53: a hit far above the rest brings its neighbours before weaker hits; flat hits come first."""
+    from chat_core.engine.recall import packing
+
+    def pack(scores: dict[int, float], budget: int) -> list[int]:
+        found = packing.pack(
+            scores,
+            budget,
+            unit=lambda seq: [seq],
+            cost=lambda seq: 10,
+            neighbours=lambda seq: [seq - 1, seq + 1],
+        )
+        return [s for u in found.units for s in u.seqs]
+
+    # Given a hit at seq 10 far above two others, and room for three messages
+    # When packed
+    # Then the hit's two neighbours come before the weaker hits
+    assert sorted(pack({10: 10.0, 50: 2.0, 80: 2.0}, 30)) == [9, 10, 11]
+    # Given three hits of about the same score and the same room
+    # Then the three hits come and no neighbour
+    assert sorted(pack({10: 10.0, 50: 9.5, 80: 9.0}, 30)) == [10, 50, 80]
+    # And with room left once every hit is in, the neighbours fill it
+    assert sorted(pack({10: 10.0, 50: 9.5, 80: 9.0}, 90)) == [9, 10, 11, 49, 50, 51, 79, 80, 81]

@@ -266,7 +266,7 @@ def test_rrf_is_the_fusion_measured_best_on_the_tuning_set() -> None:
 
 def test_hybrid_candidates_fit_one_batch_get() -> None:
     # Given 80 BM25 hits none of which is at hand, a tool group among them, and 30 messages at hand
-    from chat_core.chat.recall_hybrid import MAX_AT_HAND, plan_candidates
+    from chat_core.chat.recall.hybrid import MAX_AT_HAND, plan_candidates
 
     lexical = {seq: 100.0 - seq for seq in range(1, 81)}
     at_hand: dict[int, Any] = {seq: object() for seq in range(200, 230)}

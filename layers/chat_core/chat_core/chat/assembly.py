@@ -6,16 +6,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chat_core.chat import memory, paths, recall_across, recall_hybrid, summary_window
+from chat_core.chat import memory, paths, summary_window
 from chat_core.chat.commands import BuildWindow
 from chat_core.chat.generation import NO_SETTINGS, TurnSettings, turn_settings
 from chat_core.chat.inspector import inspect_window
 from chat_core.chat.policy import count_message, first_reach, history_reach, short_of_budget, window_policy
-from chat_core.chat.recall_window import Recalled, recall_messages, recall_option
+from chat_core.chat.recall import across as recall_across
+from chat_core.chat.recall import hybrid as recall_hybrid
+from chat_core.chat.recall.in_window import Recalled, recall_messages, recall_option
 from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
 from chat_core.engine import tokens
 from chat_core.engine.costs import Charge
 from chat_core.engine.models import model_context
+from chat_core.engine.recall import packing
 from chat_core.engine.window import WindowPolicy, WindowResult, message_text, select_window, to_openai
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as store
@@ -159,6 +162,8 @@ class AssembledWindow:
     #: MEM-50: model calls the window made (the current message's embedding), not charged yet: a post's
     #: reply carries them, the window route charges them itself.
     charges: tuple[Charge, ...] = ()
+    #: MEM-54: recall's best units that did not fit its budget (skipped whole, never cut).
+    did_not_fit: tuple[packing.Unit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -238,6 +243,7 @@ def assemble_window(
         usable, tail = usable[:cut], usable[cut:]
         policy = _room_for_tail(policy, tail)
     recalled: list[Recalled] = []
+    did_not_fit: tuple[packing.Unit, ...] = ()
     charge: Charge | None = None
     across: dict[str, Any] | None = None
     option = recall_option(stored_policy)
@@ -264,7 +270,7 @@ def assemble_window(
         if user is not None:
             sent_seqs.add(user.seq)
         query = message_text(current)
-        recalled, charge = recall_messages(
+        found = recall_messages(
             recall_from.owner,
             conversation,
             history,
@@ -274,6 +280,7 @@ def assemble_window(
             share,
             semantic=option.semantic,
         )
+        recalled, charge, did_not_fit = found.recalled, found.charge, found.did_not_fit
         if recalled:
             policy, usable, pinned = _with_recalled(policy, recalled, usable, pinned)
     result = select_window(
@@ -299,14 +306,27 @@ def assemble_window(
         tuple(recalled),
         across,
         (charge,) if charge is not None else (),
+        did_not_fit,
     )
 
 
-def recall_stats(recalled: Sequence[Recalled], window: WindowResult) -> dict[str, Any]:
-    """MEM-8: how many recalled messages the window sends and their stored tokens."""
+def recall_stats(
+    recalled: Sequence[Recalled], window: WindowResult, did_not_fit: Sequence[packing.Unit] = ()
+) -> dict[str, Any]:
+    """MEM-8: how many recalled messages the window sends and their stored tokens (MEM-53: how many came
+    as a hit's neighbours); MEM-54: the hits that did not fit, skipped whole rather than cut."""
     dropped = {d.ref for d in window.stats.dropped}
-    sent = [r.message for r in recalled if r.message.message_id not in dropped]
-    return {"messages": len(sent), "tokens": sum(m.tokens for m in sent)}
+    sent = [r for r in recalled if r.message.message_id not in dropped]
+    stats: dict[str, Any] = {
+        "messages": len(sent),
+        "tokens": sum(r.message.tokens for r in sent),
+        "neighbours": sum(1 for r in sent if r.neighbour_of is not None),
+    }
+    if did_not_fit:
+        stats["did_not_fit"] = [
+            {"seqs": list(u.seqs), "tokens": u.tokens, "score": round(u.score, 4)} for u in did_not_fit
+        ]
+    return stats
 
 
 def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict[str, Any]:
@@ -349,8 +369,8 @@ def build_window(owner: str, conversation_id: str, request: BuildWindow) -> dict
     stats.update(generation.window_stats())
     if assembled.facts is not None:
         stats["facts"] = {"included": len(assembled.facts["facts"]), "tokens": assembled.facts["tokens"]}
-    if assembled.recalled or assembled.across is not None:
-        stats["recall"] = recall_stats(assembled.recalled, window)
+    if assembled.recalled or assembled.across is not None or assembled.did_not_fit:
+        stats["recall"] = recall_stats(assembled.recalled, window, assembled.did_not_fit)
     if assembled.across is not None:
         stats["recall"]["across"] = {
             "entries": assembled.across["entries"],

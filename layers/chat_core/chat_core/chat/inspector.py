@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from chat_core.chat import summary_window
 from chat_core.chat.generation import TurnSettings
-from chat_core.chat.recall_window import Recalled
+from chat_core.chat.recall.in_window import Recalled
 from chat_core.engine.models import model_context
 from chat_core.engine.window import WindowResult, message_text
 from chat_core.store.records import ConversationRecord, MessageRecord, SummaryRecord
@@ -101,6 +101,8 @@ def _mark_recalled(
         row = _entry(message, state, reason, groups.get(ref))
         row["recalled"] = True
         row["score"] = round(item.score, 4)
+        if item.neighbour_of is not None:  # MEM-53: brought as the turn next to a hit
+            row["neighbour_of"] = item.neighbour_of
         if ref in by_id:
             by_id[ref].update(row)
         else:

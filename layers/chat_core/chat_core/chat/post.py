@@ -18,7 +18,7 @@ from chat_core.chat.answer import ask_model, record_answer, reply_message
 from chat_core.chat.assembly import RecallSource, assemble_window
 from chat_core.chat.commands import PostMessage
 from chat_core.chat.deadlines import store_deadline
-from chat_core.chat.recall_window import with_recall
+from chat_core.chat.recall.in_window import with_recall
 from chat_core.chat.regenerate import regenerate_turn
 from chat_core.chat.rules import check_id, check_parts
 from chat_core.chat.turns import Branch, Turn, append_to_conversation, start_conversation

@@ -48,7 +48,8 @@ from chat_core.chat.views import message_view
 from chat_core.engine.tokens.encodings import encoding_for_model
 from chat_core.errors import ConversationNotFound, InvalidInput, NotFound
 from chat_core.store import conversations as store
-from chat_core.store import recall_index, tree
+from chat_core.store import tree
+from chat_core.store.recall import index as recall_index
 from chat_core.store.records import ConversationRecord, MessageRecord
 
 #: Messages read back from an answer to find the input of its turn (a post records at most 30 steps).

@@ -1,6 +1,6 @@
 """The recall index's pure part (issue 32): analysis, segment codec and merge policy, BM25.
 
-Nothing here does I/O; `store.recall_index` keeps the segments in the table, `chat.recall_*` use them.
+Nothing here does I/O; `store.recall.index` keeps the segments in the table, `chat.recall` use them.
 An offline caller (the recall bench) can run the same retrieval over any list of messages:
 
     from chat_core.engine import recall

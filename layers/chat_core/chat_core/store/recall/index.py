@@ -107,7 +107,7 @@ class Tail:
     segments: list[SegmentRef] = field(default_factory=list)
     pending: bytes | None = None
     #: (seq, epoch seconds) of each slot below the watermark that was empty when the messages above it
-    #: were indexed: its message is indexed when it comes (chat.recall_upkeep).
+    #: were indexed: its message is indexed when it comes (chat.recall.upkeep).
     holes: tuple[tuple[int, int], ...] = ()
 
     def holds(self, seq: int) -> bool:
@@ -158,7 +158,7 @@ class _Cache:
 
 
 def _cache() -> _Cache:
-    return for_settings(base.bind()).resource("store.recall_index.cache", _Cache)
+    return for_settings(base.bind()).resource("store.recall.index.cache", _Cache)
 
 
 def _fail(exc: Exception) -> Exception:

@@ -1,6 +1,6 @@
 """Semantic recall's upkeep (MEM-49, MEM-50), off the post path: vectors for the messages stored.
 
-On the table's stream, beside the recall index (`chat.recall_upkeep`), only when RECALL_EMBEDDINGS_MODEL
+On the table's stream, beside the recall index (`chat.recall.upkeep`), only when RECALL_EMBEDDINGS_MODEL
 is set: for each conversation that ended a turn in the batch, GetItem the mark, one Query of the
 messages above its watermark up to the conversation item (nothing is embedded in a deleted one; up to
 the first gap in the seqs, as the index takes them; at most MAX_PER_PASS messages a pass), one
@@ -23,15 +23,15 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from chat_core.chat import budgets, prices
-from chat_core.chat.recall_upkeep import _readable, indexable, message_text
+from chat_core.chat.recall.upkeep import _readable, indexable, message_text
 from chat_core.engine.recall import vectors
 from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.llm import embeddings
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
-from chat_core.store import recall_index
-from chat_core.store import recall_vectors as store
-from chat_core.store.recall_vectors import Mark, MarkConflict
+from chat_core.store.recall import index as recall_index
+from chat_core.store.recall import vector_items as store
+from chat_core.store.recall.vector_items import Mark, MarkConflict
 from chat_core.store.records import MessageRecord
 
 #: Messages one pass takes (a backlog after a budget pause is taken over the next turns).

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from chat_core.chat.paths import live_conversation
-from chat_core.chat.recall_upkeep import indexable, message_text
+from chat_core.chat.recall.upkeep import indexable, message_text
 from chat_core.chat.rules import check_id
 from chat_core.engine import recall
 from chat_core.engine.recall import Hit, Segment
@@ -24,8 +24,8 @@ from chat_core.engine.recall.analysis import term_hash, terms
 from chat_core.errors import InvalidInput
 from chat_core.observability import MetricUnit, metrics
 from chat_core.store import conversations as conversation_store
-from chat_core.store import recall_index as store
 from chat_core.store.keys import conversation_pk
+from chat_core.store.recall import index as store
 
 MAX_QUERY_CHARS: Final = 1000
 MAX_LIMIT: Final = 50

@@ -26,14 +26,14 @@ from chat_core.engine import recall
 from chat_core.engine.recall import DocTerms, Segment
 from chat_core.errors import StoreUnavailable
 from chat_core.observability import logger
-from chat_core.store import recall_index as store
 from chat_core.store.keys import conversation_pk
 from chat_core.store.partitions import parse_conversation_pk
-from chat_core.store.recall_index import SegmentRef, Tail, TailConflict
+from chat_core.store.recall import index as store
+from chat_core.store.recall.index import SegmentRef, Tail, TailConflict
 from chat_core.store.records import MessageRecord
 
 _ATTEMPTS: Final = 4
-#: Semantic recall's vectors (chat.recall_embedding) wait above a gap in the seqs, unless this many do.
+#: Semantic recall's vectors (chat.recall.embedding) wait above a gap in the seqs, unless this many do.
 GAP_PATIENCE: Final = 16
 #: Seconds an empty slot below the watermark is read again for its message: Lambda's longest run (a
 #: post cannot fill its reply slot after it; the next post closes an abandoned one with a failed reply,

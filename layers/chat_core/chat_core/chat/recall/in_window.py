@@ -1,9 +1,9 @@
 """Recall in the window (MEM-6..10): older messages relevant to the current one, within a token share.
 
-The window policy's `recall` option: `true` takes DEFAULT_SHARE of the window's token budget (at most
+The window policy's `recall` option: `true` takes up to DEFAULT_SHARE of the window's token budget (at most
 DEFAULT_CAP tokens; DEFAULT_TOKENS when the policy has no token budget), `{"max_tokens": N}` takes N
 (with no token budget N is a budget of its own, apart from the policy's caps). `"scope": "all"` also
-searches the caller's newest other conversations (`chat.recall_search`).
+searches the caller's newest other conversations (`chat.recall.search`).
 
 Candidates are the messages of the ACTIVE path the recency window left out: a conversation that never
 branched has one path (every live message); a branched one is followed from the oldest message of the
@@ -12,6 +12,8 @@ Query read but the window dropped are at hand (scored from their text when the i
 yet); the others are fetched with one BatchGetItem (a deleted one drops out there: deletion takes
 effect at once). A tool call travels with all its results, or none of them. Cost: the tail (GetItem),
 the segments not cached (one BatchGetItem), the messages (one BatchGetItem): at most 3 calls.
+Which hits, and which of the turns around them, fill the budget is `engine.recall.packing` (MEM-53/54):
+what recall leaves unused goes to the recency window.
 """
 
 from __future__ import annotations
@@ -20,17 +22,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from chat_core.chat import recall_hybrid
+from chat_core.chat.recall import hybrid as recall_hybrid
 from chat_core.engine import recall
 from chat_core.engine.costs import Charge
-from chat_core.engine.recall import Doc, Segment
+from chat_core.engine.recall import Doc, Segment, packing
 from chat_core.engine.recall.segments import ROLE_MASK, ROLE_TOOL, TOOL_CALL
-from chat_core.store import recall_index as store
 from chat_core.store.keys import conversation_pk
+from chat_core.store.recall import index as store
 from chat_core.store.records import ConversationRecord, MessageRecord
 
-#: `recall: true`: this share of the window's token budget, at most DEFAULT_CAP tokens.
-DEFAULT_SHARE: Final = 0.5
+#: `recall: true`: at most this share of the window's token budget and DEFAULT_CAP tokens (a ceiling, not a
+#: split: recall leaves weak hits to recency; chosen on LoCoMo's tuning half, docs/recall.md).
+DEFAULT_SHARE: Final = 0.9
 DEFAULT_CAP: Final = 4000
 #: `recall: true` under a policy with no token budget (the seed-003 default): a budget of its own.
 DEFAULT_TOKENS: Final = 1000
@@ -38,6 +41,8 @@ DEFAULT_TOKENS: Final = 1000
 MAX_FETCH: Final = 100
 #: Candidates fetched beyond what the share holds, for the ones found deleted.
 FETCH_SLACK: Final = 2.0
+#: Units that did not fit reported in the window's stats.
+MAX_REPORTED: Final = 5
 
 Scope = Literal["conversation", "all"]
 
@@ -87,15 +92,41 @@ class Recalled:
 
     message: MessageRecord
     score: float
+    #: MEM-53: the seq of the hit this message came with as its neighbour (None: a hit of its own).
+    neighbour_of: int | None = None
 
 
-@dataclass
-class Unit:
-    """A message, or a tool call with all its results: recalled whole or not at all."""
+@dataclass(frozen=True)
+class RecallResult:
+    """What recall sends (oldest first), the current message's embedding's charge when one was made (not
+    charged yet), and the best units that did not fit the budget left (skipped whole, never cut: MEM-8)."""
 
-    seqs: list[int]
-    score: float
-    tokens: int
+    recalled: list[Recalled]
+    charge: Charge | None = None
+    did_not_fit: tuple[packing.Unit, ...] = ()
+
+
+def _neighbours(seq: int, docs: Mapping[int, Doc], at_hand: Mapping[int, MessageRecord]) -> list[int]:
+    """The messages just before and just after `seq` on its path (parent, and the next seq when it is
+    the child), from the index or the messages at hand."""
+    found: list[int] = []
+    doc = docs.get(seq)
+    message = at_hand.get(seq)
+    parent = doc.parent_seq if doc is not None else message.parent_seq if message is not None else seq - 1
+    if parent is not None and parent > 0:
+        found.append(parent)
+    after = docs.get(seq + 1)
+    after_message = at_hand.get(seq + 1)
+    after_parent = (
+        after.parent_seq
+        if after is not None
+        else after_message.parent_seq
+        if after_message is not None
+        else None
+    )
+    if after_parent == seq:
+        found.append(seq + 1)
+    return found
 
 
 @dataclass
@@ -190,13 +221,13 @@ def recall_messages(
     budget: int,
     *,
     semantic: bool = False,
-) -> tuple[list[Recalled], Charge | None]:
+) -> RecallResult:
     """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (with
-    `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall_hybrid`), oldest first in the
-    answer; with the current message's embedding's charge when one was made (not charged yet)."""
+    `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall.hybrid`), each hit with the turns
+    around it when they help (`engine.recall.packing`), oldest first in the answer."""
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
-        return [], None
+        return RecallResult([])
     index = load_index(owner, conversation.conversation_id)
     at_hand = {m.seq: m for m in history}
     off_path = {m.seq for m in read if m.seq not in at_hand}
@@ -232,40 +263,56 @@ def recall_messages(
         if found is not None:
             scores, ahead, charge = found.scores, found.messages, found.charge
             tokens.update(found.tokens)
-    units: list[Unit] = []
-    taken: set[int] = set()
-    planned = 0
-    for seq in sorted(scores, key=lambda s: (-scores[s], -s)):
-        if seq in taken:
-            continue
-        members = _unit(seq, index, allowed) if seq not in at_hand or tail.holds(seq) else [seq]
-        if members is None or any(m in sent or m in taken for m in members):
-            continue
-        cost = sum(tokens.get(m) or (index.docs[m].tokens if m in index.docs else 0) for m in members)
-        if cost > budget:
-            continue
-        units.append(Unit(members, scores[seq], cost))
-        taken.update(members)
-        planned += cost
-        if planned >= budget * FETCH_SLACK or len(taken - at_hand.keys()) >= MAX_FETCH:
-            break
-    wanted = [seq for u in units for seq in u.seqs if seq not in at_hand]
+    docs = index.docs
+
+    def members(seq: int) -> list[int] | None:
+        return _unit(seq, index, allowed) if seq not in at_hand or tail.holds(seq) else [seq]
+
+    def cost(seq: int) -> int:
+        if seq in tokens:
+            return tokens[seq]
+        if seq in at_hand:
+            return at_hand[seq].tokens
+        return docs[seq].tokens if seq in docs else 0
+
+    def excluded(seq: int) -> bool:
+        if seq in sent or seq in off_path or (allowed is not None and seq not in allowed):
+            return True
+        # Semantic recall fetched its candidates already: a neighbour it did not fetch would cost a call.
+        return ahead is not None and seq not in ahead and seq not in at_hand
+
+    def neighbours(seq: int) -> list[int]:
+        return _neighbours(seq, docs, at_hand)
+
+    packed = packing.pack(
+        scores,
+        int(budget * FETCH_SLACK),
+        unit=members,
+        cost=cost,
+        neighbours=neighbours,
+        excluded=excluded,
+        max_units=MAX_FETCH,
+    )
+    wanted = [seq for u in packed.units for seq in u.seqs if seq not in at_hand]
     pk = conversation_pk(owner, conversation.conversation_id)
     if ahead is not None:  # the hybrid pass fetched every candidate's message already
         fetched = ahead
     else:
         fetched = {m.seq: m for m in store.get_messages([(pk, seq) for seq in wanted[:MAX_FETCH]])}
     chosen: list[Recalled] = []
+    did_not_fit = [u for u in packed.did_not_fit if u.tokens > budget]
     room = budget
-    for unit in units:
+    for unit in packed.units:
         records = [at_hand.get(s) or fetched.get(s) for s in unit.seqs]
         whole = [r for r in records if r is not None]
         if len(whole) != len(records) or not _whole(whole):
             continue
-        cost = sum(r.tokens for r in whole)
-        if cost > room:
+        tokens_of_unit = sum(r.tokens for r in whole)
+        if tokens_of_unit > room:
+            if unit.neighbour_of is None:
+                did_not_fit.append(unit)
             continue
-        room -= cost
-        chosen.extend(Recalled(r, scores.get(r.seq, unit.score)) for r in whole)
+        room -= tokens_of_unit
+        chosen.extend(Recalled(r, scores.get(r.seq, unit.score), unit.neighbour_of) for r in whole)
     chosen.sort(key=lambda r: r.message.seq)
-    return chosen, charge
+    return RecallResult(chosen, charge, tuple(did_not_fit[:MAX_REPORTED]))

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from chat_core.chat.policy import count_message
-from chat_core.chat.recall_search import SEARCH_CONVERSATIONS, search_hits
-from chat_core.chat.recall_upkeep import indexable, message_text
+from chat_core.chat.recall.search import SEARCH_CONVERSATIONS, search_hits
+from chat_core.chat.recall.upkeep import indexable, message_text
 from chat_core.engine import recall
 from chat_core.store import conversations as conversation_store
-from chat_core.store import recall_index as store
 from chat_core.store.keys import conversation_pk
+from chat_core.store.recall import index as store
 
 HEADER: Final = "From the user's other conversations (recalled for this message, oldest first):"
 #: Characters of one message's text in the block (a longer message is cut, marked with "…").

@@ -36,8 +36,8 @@ from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.llm import embeddings
 from chat_core.observability import MetricUnit, logger, metrics
 from chat_core.settings import Settings, get_settings
-from chat_core.store import recall_vectors as store
 from chat_core.store.keys import conversation_pk
+from chat_core.store.recall import vector_items as store
 from chat_core.store.records import MessageRecord
 
 #: Keys one BatchGetItem takes: a vector for every candidate, a message for those not at hand.
