@@ -862,6 +862,49 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
     ),
     Function(
+        name="UserErasure",
+        folder="user_erasure",
+        operation="POST /users/{user_id}/erasure (erase a user as a job), GET it (progress, then the receipt; PRV-1)",
+        http=(
+            HttpRoute("POST", "/users/{user_id}/erasure"),
+            HttpRoute("GET", "/users/{user_id}/erasure", event="Progress"),
+        ),
+        grants=(
+            Grant(("dynamodb:GetItem", "dynamodb:PutItem"), "table", "The erasure's job item (PRV-1)."),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+    ),
+    Function(
+        name="RunUserJob",
+        folder="run_user_job",
+        operation="SQS worker of a user's erasure, export and import jobs (resumable; re-queues itself; PRV-1..3)",
+        queue=QueueTrigger("UserDataQueue", batch_size=1),
+        timeout=900,
+        memory=1024,
+        grants=(
+            Grant(
+                (
+                    "dynamodb:Scan",
+                    "dynamodb:Query",
+                    "dynamodb:GetItem",
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
+                ),
+                "table",
+                "PRV-1: the erasure's filtered Scan of the owner's keys (the service's one Scan) and their deletes; the idempotency records of the owner's conversations (Query, BatchGetItem); the job items.",
+            ),
+            Grant(("s3:ListBucket",), "bucket", "PRV-1: the owner's prefixes, listed and deleted."),
+            Grant(("s3:DeleteObject",), "blobs"),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+        notes=(
+            "One function for the three jobs of a user's data: each runs for minutes on one queue, and none",
+            "serves a request a user waits on.",
+        ),
+    ),
+    Function(
         name="IngestDialogueEntries",
         folder="ingest_dialogue_entries",
         operation="SQS batch ingestion of dialogue entries (partial batch failures reported)",
