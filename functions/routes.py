@@ -875,6 +875,20 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
     ),
     Function(
+        name="UserExports",
+        folder="user_exports",
+        operation="POST /users/{user_id}/exports (an export job), GET /users/{user_id}/exports/{export_id} (its state, a presigned GET URL; PRV-2)",
+        http=(
+            HttpRoute("POST", "/users/{user_id}/exports"),
+            HttpRoute("GET", "/users/{user_id}/exports/{export_id}", event="Get"),
+        ),
+        grants=(
+            Grant(("dynamodb:GetItem", "dynamodb:PutItem"), "table", "The export's job item (PRV-2)."),
+            Grant(("s3:GetObject",), "blobs", "PRV-2: the archive's presigned URL is signed with this role."),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+    ),
+    Function(
         name="RunUserJob",
         folder="run_user_job",
         operation="SQS worker of a user's erasure, export and import jobs (resumable; re-queues itself; PRV-1..3)",
@@ -893,10 +907,15 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:BatchWriteItem",
                 ),
                 "table",
-                "PRV-1: the erasure's filtered Scan of the owner's keys (the service's one Scan) and their deletes; the idempotency records of the owner's conversations (Query, BatchGetItem); the job items.",
+                "PRV-1: the erasure's filtered Scan of the owner's keys (the service's one Scan) and their deletes; the idempotency records of the owner's conversations (Query, BatchGetItem); the job items. PRV-2: the export's Queries of the owner's partitions.",
             ),
+            Grant(("dynamodb:Query",), "index", "PRV-2: the owner's conversations (the listing index)."),
             Grant(("s3:ListBucket",), "bucket", "PRV-1: the owner's prefixes, listed and deleted."),
-            Grant(("s3:DeleteObject",), "blobs"),
+            Grant(
+                ("s3:DeleteObject", "s3:PutObject"),
+                "blobs",
+                "PRV-1: the owner's objects deleted; PRV-2: the archive written.",
+            ),
             Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
         ),
         notes=(

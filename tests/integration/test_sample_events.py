@@ -83,6 +83,7 @@ EXPECTED = {
     "get_import": 200,
     "import_world": 201,
     "user_erasure": 202,
+    "user_exports": 202,
 }
 #: The samples that must run first, in order, so that what a sample names exists.
 GIVEN = {

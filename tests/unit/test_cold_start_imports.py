@@ -206,6 +206,7 @@ WITHOUT_BODIES = (
     "search_memory",
     "start_import",
     "user_erasure",
+    "user_exports",
 )
 _WITHOUT_BODY_CALL = """
 import json, re, sys
