@@ -922,6 +922,68 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
     ),
     Function(
+        name="UserErasure",
+        folder="user_erasure",
+        operation="POST /users/{user_id}/erasure (erase a user as a job), GET it (progress, then the receipt; PRV-1)",
+        http=(
+            HttpRoute("POST", "/users/{user_id}/erasure"),
+            HttpRoute("GET", "/users/{user_id}/erasure", event="Progress"),
+        ),
+        grants=(
+            Grant(("dynamodb:GetItem", "dynamodb:PutItem"), "table", "The erasure's job item (PRV-1)."),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+    ),
+    Function(
+        name="UserExports",
+        folder="user_exports",
+        operation="POST /users/{user_id}/exports (an export job), GET /users/{user_id}/exports/{export_id} (its state, a presigned GET URL; PRV-2)",
+        http=(
+            HttpRoute("POST", "/users/{user_id}/exports"),
+            HttpRoute("GET", "/users/{user_id}/exports/{export_id}", event="Get"),
+        ),
+        grants=(
+            Grant(("dynamodb:GetItem", "dynamodb:PutItem"), "table", "The export's job item (PRV-2)."),
+            Grant(("s3:GetObject",), "blobs", "PRV-2: the archive's presigned URL is signed with this role."),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+    ),
+    Function(
+        name="RunUserJob",
+        folder="run_user_job",
+        operation="SQS worker of a user's erasure, export and import jobs (resumable; re-queues itself; PRV-1..3)",
+        queue=QueueTrigger("UserDataQueue", batch_size=1),
+        timeout=900,
+        memory=1024,
+        grants=(
+            Grant(
+                (
+                    "dynamodb:Scan",
+                    "dynamodb:Query",
+                    "dynamodb:GetItem",
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:BatchWriteItem",
+                ),
+                "table",
+                "PRV-1: the erasure's filtered Scan of the owner's keys (the service's one Scan) and their deletes; the idempotency records of the owner's conversations (Query, BatchGetItem); the job items. PRV-2: the export's Queries of the owner's partitions.",
+            ),
+            Grant(("dynamodb:Query",), "index", "PRV-2: the owner's conversations (the listing index)."),
+            Grant(("s3:ListBucket",), "bucket", "PRV-1: the owner's prefixes, listed and deleted."),
+            Grant(
+                ("s3:DeleteObject", "s3:PutObject"),
+                "blobs",
+                "PRV-1: the owner's objects deleted; PRV-2: the archive written.",
+            ),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+        notes=(
+            "One function for the three jobs of a user's data: each runs for minutes on one queue, and none",
+            "serves a request a user waits on.",
+        ),
+    ),
+    Function(
         name="IngestDialogueEntries",
         folder="ingest_dialogue_entries",
         operation="SQS batch ingestion of dialogue entries (partial batch failures reported)",

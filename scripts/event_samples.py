@@ -156,6 +156,8 @@ HTTP: dict[str, dict[str, Any]] = {
     "export_world_s3": {"path": {"world_id": WORLD}},
     "create_import": {"path": {"world_id": "save2"}},
     "start_import": {"path": {"world_id": "save2", "job_id": JOB}},
+    "user_erasure": {"path": {"user_id": "alice"}},
+    "user_exports": {"path": {"user_id": "alice"}},
     "get_import": {"path": {"world_id": "save2", "job_id": JOB}},
     "import_world": {
         "path": {"world_id": "save2"},
@@ -182,6 +184,7 @@ SQS: dict[str, list[tuple[str, str]]] = {
             '{"owner": "alice", "world_id": "save2", "job_id": "0123456789abcdef0123456789abcdef"}',
         )
     ],
+    "run_user_job": [("5d0f8a9e-1b2c-4d3e-8f4a-5b6c7d8e9f01", '{"kind": "erasure", "owner": "alice"}')],
 }
 
 #: folder -> its sample stream records (what varies: the event, the keys and images).

@@ -82,6 +82,8 @@ EXPECTED = {
     "start_import": 202,
     "get_import": 200,
     "import_world": 201,
+    "user_erasure": 202,
+    "user_exports": 202,
 }
 #: The samples that must run first, in order, so that what a sample names exists.
 GIVEN = {
@@ -115,6 +117,7 @@ def service(chat_service: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="imports-it")["QueueUrl"]
     monkeypatch.setenv("BLOB_BUCKET", BUCKET)
     monkeypatch.setenv("IMPORT_QUEUE_URL", queue)
+    monkeypatch.setenv("USER_DATA_QUEUE_URL", queue)
     monkeypatch.setenv("ADMIN_GROUP", "chat-admins")
     renew()
     yield
@@ -211,6 +214,7 @@ def test_the_queue_workers_answer_their_sample_batches(service: None) -> None:
     _upload(job)
     batch = _swap(_event("run_import"), {SAMPLE_JOB: job["job_id"]})
     assert _call("run_import", batch) == {"batchItemFailures": []}
+    assert _call("run_user_job", _event("run_user_job")) == {"batchItemFailures": []}
 
 
 def test_the_stream_functions_answer_their_sample_records(service: None) -> None:

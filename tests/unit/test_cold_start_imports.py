@@ -48,7 +48,7 @@ DEFERRED_INIT_MARKERS = (
 )
 #: The SQS workers: their app.py imports Powertools' batch utility, which imports the data classes, before
 #: chat_core is imported to defer them.
-IMPORT_POWERTOOLS_BATCH_FIRST = frozenset({"ingest_dialogue_entries", "run_import"})
+IMPORT_POWERTOOLS_BATCH_FIRST = frozenset({"ingest_dialogue_entries", "run_import", "run_user_job"})
 WATCHED = ("aws_xray_sdk", "httpx", "tiktoken", "sentencepiece", *DEFERRED_INIT_MARKERS)
 
 _IMPORT = f"""
@@ -209,6 +209,8 @@ WITHOUT_BODIES = (
     "revert_load",
     "search_memory",
     "start_import",
+    "user_erasure",
+    "user_exports",
 )
 _WITHOUT_BODY_CALL = """
 import json, re, sys

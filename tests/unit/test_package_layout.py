@@ -26,8 +26,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "llm": {"llm", "engine"},
     "chat": {"chat", "engine", "store", "llm"},
     "dialogue": {"dialogue", "engine", "store"},
+    # PRV: a user's data as a whole reads and writes through both domains' stores and models.
+    "privacy": {"privacy", "chat", "dialogue", "engine", "store"},
     # The edge builds the defaults it passes in (the model provider a post is given, for one).
-    "http": {"http", "chat", "dialogue", "engine", "store", "llm"},
+    "http": {"http", "chat", "dialogue", "privacy", "engine", "store", "llm"},
     "config": set(),
     "runtime": set(),
     "settings": set(),
@@ -36,7 +38,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "startup": set(),
 }
 #: The domain packages: they take commands built at the edge and records handed up by the store.
-DOMAIN = {"chat", "dialogue"}
+DOMAIN = {"chat", "dialogue", "privacy"}
 #: What the domain never imports besides `http`: the store's PynamoDB item classes stay in `store`.
 DOMAIN_MAY_NOT_IMPORT = {"store.items", "store.dialogue_items"}
 #: Of `chat`, only the post (and what only it uses) and the summarizer may call the model.

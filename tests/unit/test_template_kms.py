@@ -181,6 +181,10 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         "CreateImportFunction",
         "StartImportFunction",
         "RunImportFunction",
+        # PRV-1..3: the erasure route and the user-data worker send to the user-data queue.
+        "UserErasureFunction",
+        "RunUserJobFunction",
+        "UserExportsFunction",
     }
 
 

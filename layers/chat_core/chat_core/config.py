@@ -108,6 +108,10 @@ class Settings:
     blob_url_seconds: int = 900
     #: DLG-6: the queue world import jobs run from (IMPORT_QUEUE_URL)
     import_queue_url: str | None = None
+    #: PRV-1..3: the queue a user's erasure, export and import jobs run from (USER_DATA_QUEUE_URL)
+    user_data_queue_url: str | None = None
+    #: PRV-1: seconds between an erasure's sweep and its last sweep (what writes still in flight left)
+    erasure_settle_seconds: int = 120
     # model provider
     llm_base_url: str | None = None
     llm_api_key: str | None = None
@@ -209,6 +213,8 @@ def read_settings() -> Settings:
         blob_inline_bytes=max(1024, _int("BLOB_INLINE_BYTES", 16_384)),
         blob_url_seconds=min(max(60, _int("BLOB_URL_SECONDS", 900)), 604_800),
         import_queue_url=_str("IMPORT_QUEUE_URL") or None,
+        user_data_queue_url=_str("USER_DATA_QUEUE_URL") or None,
+        erasure_settle_seconds=min(max(0, _int("ERASURE_SETTLE_SECONDS", 120)), 900),
         llm_base_url=_str("LLM_BASE_URL").rstrip("/") or None,
         llm_api_key=_str("LLM_API_KEY") or None,
         llm_api_key_parameter=_str("LLM_API_KEY_PARAMETER") or None,

@@ -188,3 +188,21 @@ def open_object(key: str, settings: Settings | None = None) -> Any:
 def delete_world(owner: str, world_id: str, settings: Settings | None = None) -> int:
     """DLG-4/6: delete a purged world's export and import files."""
     return _delete_prefix(world_prefix(owner, world_id), settings or get_settings())
+
+
+def owner_prefixes(owner: str) -> tuple[str, ...]:
+    """PRV-1: every prefix that holds objects of one owner: conversations' parts, worlds' files, and the
+    user's own exports and uploads."""
+    owner_digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
+    return (f"c/{owner_digest}/", f"w/{owner_digest}/", f"u/{owner_digest}/")
+
+
+def user_prefix(owner: str) -> str:
+    """PRV-2/3: where a user's data exports and import uploads live."""
+    return owner_prefixes(owner)[2]
+
+
+def delete_owner(owner: str, settings: Settings | None = None) -> int:
+    """PRV-1: delete every object of one owner (every prefix of `owner_prefixes`); returns how many."""
+    settings = settings or get_settings()
+    return sum(_delete_prefix(prefix, settings) for prefix in owner_prefixes(owner))

@@ -1,0 +1,160 @@
+"""PRV-1/2: what erasing and exporting a user of 10,000 messages costs: DynamoDB and S3 calls, request
+units, seconds (moto in-process: the seconds are this machine's CPU, not DynamoDB's latency).
+
+    .venv/bin/python -m bench.user_data [--messages 10000] [--others 0]
+
+Units are computed as DynamoDB bills them: a consistent Scan or Query page 1 RCU per 4 KB read (rounded
+up per page), a delete 1 WCU per item (keys-only deletes of items up to 1 KB), a put 1 WCU per KB.
+`--others N`: messages of another user in the same table, which the erasure's Scan reads too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from collections import Counter
+from typing import Any
+
+import boto3
+import botocore.client
+from moto import mock_aws
+
+from bench.dynamodb_meter import MOTO_ENV
+
+TABLE, BUCKET, PER_APPEND = "chat-history-bench-prv", "blobs-bench-prv", 30
+
+
+def _fill(owner: str, messages: int) -> None:
+    """`messages` messages in conversations of 100, appended 30 at a time (no model call)."""
+    from tests.support import events
+    from tests.support import functions as api
+
+    left = messages
+    while left > 0:
+        cid = api.create(user=owner).body["conversation_id"]
+        in_conversation = min(100, left)
+        for start in range(0, in_conversation, PER_APPEND):
+            batch = [
+                {
+                    "role": "user" if (start + i) % 2 == 0 else "assistant",
+                    "content": f"message {start + i} " * 20,
+                }
+                for i in range(min(PER_APPEND, in_conversation - start))
+            ]
+            event = events.http_event(
+                "POST",
+                f"/conversations/{cid}/messages",
+                route="/conversations/{conversation_id}/messages",
+                path_parameters={"conversation_id": cid},
+                body={"messages": batch},
+                user=owner,
+            )
+            assert api.invoke("append_messages", event).status == 201
+        left -= in_conversation
+
+
+class Meter:
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.rcu = 0.0
+        self.wcu = 0.0
+        self._original = botocore.client.BaseClient._make_api_call
+
+    def __enter__(self) -> Meter:
+        meter, original = self, self._original
+
+        def metered(client: Any, operation: str, params: dict[str, Any]) -> Any:
+            service = client.meta.service_model.service_name
+            answer = original(client, operation, params)
+            if service in ("dynamodb", "s3", "sqs"):
+                meter.calls[f"{service}:{operation}"] += 1
+            if service == "dynamodb":
+                meter._units(operation, params, answer)
+            return answer
+
+        botocore.client.BaseClient._make_api_call = metered  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        botocore.client.BaseClient._make_api_call = self._original  # type: ignore[method-assign]
+
+    def _units(self, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
+        if operation in ("Scan", "Query"):
+            # What the page read: the items it examined. moto answers projected items; the bench sizes
+            # each examined item whole from the table afterwards would cost a second scan, so the page's
+            # examined items are sized by the average item of the table (`item_bytes`).
+            self.rcu += math.ceil(answer.get("ScannedCount", 0) * ITEM_BYTES / 4096) or 1
+        elif operation in ("GetItem", "BatchGetItem"):
+            self.rcu += 1 * max(
+                1, len(answer.get("Responses", {}).get(TABLE, [])) if operation == "BatchGetItem" else 1
+            )
+        elif operation == "BatchWriteItem":
+            self.wcu += sum(len(v) for v in params["RequestItems"].values())
+        elif operation in ("PutItem", "UpdateItem", "DeleteItem"):
+            self.wcu += math.ceil(len(json.dumps(params.get("Item", {}))) / 1024) or 1
+
+
+ITEM_BYTES = 400
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--others", type=int, default=0)
+    args = parser.parse_args()
+    os.environ.update(MOTO_ENV, TABLE_NAME=TABLE, BLOB_BUCKET=BUCKET, ERASURE_SETTLE_SECONDS="0")
+    with mock_aws():
+        from tests.support.runtime import renew
+        from tests.support.table import create_table
+
+        create_table(TABLE)
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="prv")["QueueUrl"]
+        os.environ["USER_DATA_QUEUE_URL"] = queue
+        renew()
+        _fill("alice", args.messages)
+        if args.others:
+            _fill("bob", args.others)
+        # moto reports no table size: the average item is sized from a scan of the table, as DynamoDB
+        # sizes it (close enough: the JSON of the typed item).
+        pages = (
+            boto3.client("dynamodb", region_name="us-east-1").get_paginator("scan").paginate(TableName=TABLE)
+        )
+        sizes = [len(json.dumps(item)) for page in pages for item in page["Items"]]
+        global ITEM_BYTES
+        ITEM_BYTES = max(1, sum(sizes) // max(1, len(sizes)))
+
+        from chat_core.privacy import erasure, export
+
+        rows = []
+        for name, step in (
+            ("export", lambda: (export.request_export("alice", "alice", admin=False), "export")),
+            ("erasure", lambda: (erasure.request_erasure("alice", "alice", admin=False), "erasure")),
+        ):
+            job, kind = step()
+            with Meter() as meter:
+                began = time.perf_counter()
+                if kind == "export":
+                    export.run_export("alice", job["export_id"])
+                else:
+                    erasure.run_erasure("alice")
+                seconds = time.perf_counter() - began
+            rows.append(
+                (
+                    name,
+                    dict(sorted(meter.calls.items())),
+                    round(meter.rcu),
+                    round(meter.wcu),
+                    round(seconds, 1),
+                )
+            )
+        print(f"user of {args.messages} messages, {args.others} others in the table, item ~{ITEM_BYTES} B")
+        for name, calls, rcu, wcu, seconds in rows:
+            print(f"| {name} | {sum(calls.values())} calls {calls} | {rcu} RCU | {wcu} WCU | {seconds} s |")
+
+
+if __name__ == "__main__":
+    main()

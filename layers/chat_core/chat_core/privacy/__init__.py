@@ -1,0 +1,1 @@
+"""A user's data as a whole (PRV): erase it, export it, import it."""
