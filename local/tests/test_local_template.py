@@ -67,6 +67,9 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
             "POST /memory/items/search",
             "POST /memory/items/namespaces",
         },
+        # PRV-1, PRV-2: a user's data, erased or exported as jobs.
+        "UserErasureFunction": {"POST /users/{user_id}/erasure", "GET /users/{user_id}/erasure"},
+        "UserExportsFunction": {"POST /users/{user_id}/exports", "GET /users/{user_id}/exports/{export_id}"},
     }
 
 

@@ -39,6 +39,7 @@ from tests.golden.scenario_memory import memory
 from tests.golden.scenario_memory_items import memory_items
 from tests.golden.scenario_memory_search import memory_search
 from tests.golden.scenario_responses import responses
+from tests.golden.scenario_user_data import user_data
 from tests.golden.scenario_worlds import console, world_files, worlds
 from tests.support.local_server import ServerProcess
 from tests.support.openai_standin import OpenAIStandin
@@ -56,6 +57,7 @@ FAMILIES = (
     "memory",
     "memory_search",
     "memory_items",
+    "user_data",
 )
 
 
@@ -97,6 +99,7 @@ def recording(golden_server: ServerProcess, standin: OpenAIStandin) -> dict[str,
     memory(rec)
     memory_search(rec)
     memory_items(rec)
+    user_data(rec)  # last: it erases its user
     urls = {golden_server.url: "<server>", standin.base_url: "<model>"}
     return {family: normalise(calls, urls) for family, calls in rec.families.items()}
 

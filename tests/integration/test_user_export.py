@@ -17,7 +17,8 @@ from tests.integration.test_user_erasure import BOB, BUCKET, lived_a_little, run
 from tests.support import events
 from tests.support import functions as api
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "user-export.v1.json").read_text())
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "schemas" / "user-export.v1.json"
+SCHEMA = json.loads(SCHEMA_FILE.read_text())
 
 
 def export_call(method: str, target: str, export_id: str = "", *, user: str) -> api.Answer:

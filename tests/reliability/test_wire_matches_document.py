@@ -441,6 +441,17 @@ def test_every_answer_of_every_route_is_documented(
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404
+    # A user's data (PRV-1, PRV-2), last since it erases the caller: an export and its job, another
+    # user's refused, then the erasure and its progress.
+    me = client.headers["X-User-Id"]
+    export = client.post(f"/users/{me}/exports")
+    assert export.status_code == 202, export.text
+    assert client.get(f"/users/{me}/exports/{export.json()['export_id']}").status_code == 200
+    assert client.get(f"/users/{me}/exports/nope").status_code == 404
+    assert client.post("/users/someone-else/exports").status_code == 403
+    assert client.post("/users/someone-else/erasure").status_code == 403
+    assert client.post(f"/users/{me}/erasure").status_code == 202
+    assert client.get(f"/users/{me}/erasure").status_code == 200
 
     # Every operation of the document was exercised at least once.
     operations = {

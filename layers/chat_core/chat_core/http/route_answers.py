@@ -45,6 +45,7 @@ from chat_core.http.dialogue_answers import (
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from chat_core.http.memory_answers import MemoryItemOut, MemoryNamespacesOut, MemorySearchOut
 from chat_core.http.openai_answers import ChatCompletionOut, ModelListOut, OpenAIErrorOut
+from chat_core.http.user_data_answers import ErasureOut, ExportOut
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,11 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     # Costs and budgets (COST-3, COST-4).
     "GET /usage": RouteDoc(200, UsageReportOut, (400, 401, 403, 422, 503)),
     "PUT /budgets/{user_id}": RouteDoc(200, BudgetSetOut, (400, 401, 403, 404, 413, 415, 422, 503)),
+    # A user's data (PRV-1, PRV-2): the user themselves or an administrator; jobs, so 202 first.
+    "POST /users/{user_id}/erasure": RouteDoc(202, ErasureOut, (400, 401, 403, 503)),
+    "GET /users/{user_id}/erasure": RouteDoc(200, ErasureOut, (400, 401, 403, 503)),
+    "POST /users/{user_id}/exports": RouteDoc(202, ExportOut, (400, 401, 403, 503)),
+    "GET /users/{user_id}/exports/{export_id}": RouteDoc(200, ExportOut, (400, 401, 403, 404, 503)),
     # Dialogue memory (seed 004).
     "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
         201, AddEntriesOut, WRITE, also={200: AddEntriesOut}
@@ -205,7 +211,7 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
 ERROR_TEXT: Final = {
     400: "Bad input: malformed JSON, a bad cursor or header",
     401: "No caller identity (JWT `sub`, or X-User-Id on the local server)",
-    403: "Only an administrator (ADMIN_GROUP) may read or set another user's usage and budget",
+    403: "Only an administrator (ADMIN_GROUP) may read or set another user's usage, budget or data",
     404: "Not found, or not the caller's (isolation answers 404, never 403)",
     405: "Method not allowed on this path",
     409: "Conflict: busy conversation (retry after Retry-After), key in progress, world not empty",

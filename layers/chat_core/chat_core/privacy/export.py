@@ -1,6 +1,6 @@
 """PRV-2: export a user's data whole: one gzip JSON archive in S3, written by a job, fetched by URL.
 
-The archive (format `chat-history.user-export`, version 1, described by `schemas/user-export.v1.json`)
+The archive (format `chat-history.user-export`, version 1, described by `docs/schemas/user-export.v1.json`)
 holds every live conversation with all its items: the conversation, every message on every branch (with
 its seq, parent, tokens, usage and cost), branch links and the summary; then the user's facts, memory
 items, usage days and budget, and each world as the lines of its world export (DLG-6). Derived items

@@ -1,0 +1,78 @@
+"""The golden scenario, a user's data (PRV-1, PRV-2): an export and an erasure requested and read back,
+with their typical errors (see test_golden_answers.py). Its own user, and last, since it erases."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from tests.golden.recording import ADMIN_GROUP, BOB, Recorder
+
+USER = "dora"
+
+
+def _until_done(rec: Recorder, path: str) -> None:
+    """Wait (unrecorded) until the job behind `path` is done, so what is recorded next does not race with
+    the worker; fails after a minute."""
+    deadline = time.monotonic() + 60.0
+    with httpx.Client(base_url=rec.url, headers={"X-User-Id": USER}, timeout=10.0) as client:
+        while (status := client.get(path).json().get("status")) != "done":
+            assert time.monotonic() < deadline, f"{path} still {status!r} after a minute"
+            time.sleep(0.1)
+
+
+def user_data(rec: Recorder) -> None:
+    rec.family = "user_data"
+    where = {"user_id": USER}
+    rec.call(
+        "POST",
+        "/conversations",
+        "something to export and erase",
+        user=USER,
+        json_body={"title": "mine", "system_prompt": "be brief"},
+    )
+    queued = ("status", "updated_at")
+    export = rec.call(
+        "POST", "/users/{user_id}/exports", "an export of one's own data", user=USER, path=where, racy=queued
+    )
+    rec.call("POST", "/users/{user_id}/exports", "another user's data: 403", user=BOB, path=where)
+    export_id = str(export.json().get("export_id", "missing"))
+    _until_done(rec, f"/users/{USER}/exports/{export_id}")
+    found = {**where, "export_id": export_id}
+    # gzip of ids and timestamps: its length varies by a byte or two
+    rec.call(
+        "GET",
+        "/users/{user_id}/exports/{export_id}",
+        "the export, done",
+        user=USER,
+        path=found,
+        racy=("bytes",),
+    )
+    rec.call(
+        "GET",
+        "/users/{user_id}/exports/{export_id}",
+        "an unknown export: 404",
+        user=USER,
+        path={**where, "export_id": "nope"},
+    )
+    rec.call("GET", "/users/{user_id}/erasure", "no erasure asked yet", user=USER, path=where)
+    rec.call("POST", "/users/{user_id}/erasure", "another user's erasure: 403", user=BOB, path=where)
+    rec.call(
+        "POST",
+        "/users/{user_id}/erasure",
+        "an administrator erases the user",
+        user="root",
+        groups=ADMIN_GROUP,
+        path=where,
+        racy=("status", "phase", "updated_at", "passes", "items", "jobs", "objects", "idempotency_records"),
+    )
+    # The job waits ERASURE_SETTLE_SECONDS (two minutes) between its passes: still running when read
+    rec.call(
+        "GET",
+        "/users/{user_id}/erasure",
+        "the erasure's progress",
+        user=USER,
+        path=where,
+        racy=("status", "phase", "updated_at", "passes", "items", "jobs", "objects", "idempotency_records"),
+    )
