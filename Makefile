@@ -90,8 +90,9 @@ checkov: $(CHECKOV_VENV)/.stamp ## checkov (pinned, own venv) on template.yaml; 
 # most tests first, which leaves a one-test file of two minutes to start last.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# --durations: the 20 slowest tests close every run, so CI's log shows where the suite's time goes.
 unit: venv ## pytest only, one worker more than the cores
-	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) --durations=20
 
 # The checks run beside pytest instead of before it: on a fresh clone mypy (no cache yet) and cfn-lint
 # with sam validate take 1.5-3 minutes of CPU, which fit in the time pytest's workers spend waiting on
