@@ -157,9 +157,9 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "GET /usage": RouteDoc(200, UsageReportOut, (400, 401, 403, 422, 503)),
     "PUT /budgets/{user_id}": RouteDoc(200, BudgetSetOut, (400, 401, 403, 404, 413, 415, 422, 503)),
     # A user's data (PRV-1, PRV-2): the user themselves or an administrator; jobs, so 202 first.
-    "POST /users/{user_id}/erasure": RouteDoc(202, ErasureOut, (400, 401, 403, 503)),
-    "GET /users/{user_id}/erasure": RouteDoc(200, ErasureOut, (400, 401, 403, 503)),
-    "POST /users/{user_id}/exports": RouteDoc(202, ExportOut, (400, 401, 403, 503)),
+    "POST /users/{user_id}/erasure": RouteDoc(202, ErasureOut, (400, 401, 403, 404, 503)),
+    "GET /users/{user_id}/erasure": RouteDoc(200, ErasureOut, (400, 401, 403, 404, 503)),
+    "POST /users/{user_id}/exports": RouteDoc(202, ExportOut, (400, 401, 403, 404, 503)),
     "GET /users/{user_id}/exports/{export_id}": RouteDoc(200, ExportOut, (400, 401, 403, 404, 503)),
     # Dialogue memory (seed 004).
     "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
