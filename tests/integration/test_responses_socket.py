@@ -8,10 +8,13 @@ import json
 from collections import Counter
 from typing import Any
 
+import boto3
 import botocore.client
 import pytest
+from chat_core.chat.response_items import parse_response_id
 
 from functions.routes import FUNCTIONS
+from tests.integration.conftest import TABLE
 from tests.support.events import http_event
 from tests.support.functions import invoke, load
 from tests.support.lambda_context import LambdaContext
@@ -143,3 +146,27 @@ def test_connect_without_a_caller_is_refused(chat_service: None, aws_calls: Coun
     answer = run(socket_event("$connect", "conn-4", user=None))
     assert answer["statusCode"] == 401
     assert not [c for c in aws_calls if c.startswith("dynamodb:")]
+
+
+def test_a_store_false_response_is_gone_before_its_last_event(
+    chat_service: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RSP-12, RSP-9: when a `store: false` turn's `response.completed` reaches the client, nothing of
+    its conversation is left in the table, so a GET of the response right after it is a 404."""
+    original = botocore.client.BaseClient._make_api_call
+    left_at_last_event: list[int] = []
+
+    def watching(self: Any, operation: str, params: Any) -> Any:
+        if operation == "PostToConnection" and json.loads(params["Data"])["type"] == "response.completed":
+            conversation_id = parse_response_id(json.loads(params["Data"])["response"]["id"])[0]
+            scan = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=TABLE)
+            left_at_last_event.append(sum(conversation_id in json.dumps(item) for item in scan["Items"]))
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", watching)
+    run(socket_event("$connect", "conn-4"))
+    # When a store: false turn streams on the socket
+    request = {"type": "response.create", "model": "gpt-4o-mini", "input": "Forget this.", "store": False}
+    run(socket_event("response.create", "conn-4", request))
+    # Then at its last event no item of its conversation was left
+    assert left_at_last_event == [0]

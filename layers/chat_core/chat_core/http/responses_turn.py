@@ -301,6 +301,8 @@ def _unstored(
     """`store: false` (http.responses_unstored): the answer recorded under the Idempotency-Key, then
     the conversation it was made in deleted for good; a retry is answered (and streamed) from the record."""
     made: list[str] = []
+    held = unstored.HeldLast(emit) if emit is not None else None
+    emit = held or emit
 
     def run() -> tuple[dict[str, Any], dict[str, Any]]:
         try:
@@ -322,8 +324,12 @@ def _unstored(
         return {"answer": ResponseAnswer(200, body, headers, streamed=True)}
 
     body = unstored.hashed_body(request)
-    answered = once(unstored.ONCE_NAME, owner, idempotency_key, body, run, replay, context)
-    unstored.drop(owner, made)  # after the answer is recorded (a replay made nothing)
+    try:
+        answered = once(unstored.ONCE_NAME, owner, idempotency_key, body, run, replay, context)
+        unstored.drop(owner, made)  # after the answer is recorded (a replay made nothing)
+    finally:
+        if held is not None:
+            held.release()  # the last event once the conversation is gone
     result: ResponseAnswer = answered["answer"]
     return result
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from chat_core.chat import responses
@@ -25,6 +25,9 @@ from chat_core.http.responses_api import ResponseCreateIn
 ONCE_NAME: Final = "responses_unstored"
 #: A record's answer is kept as JSON up to this many bytes, compressed above (DynamoDB's item is 400 KB).
 PLAIN_UP_TO: Final = 32 * 1024
+#: The events that end a streamed response: a client may act on them at once (ask for the response,
+#: close the socket), so they are sent only once the conversation is gone.
+LAST_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
 #: What a retry may change without being another request: whether it streams.
 NOT_HASHED: Final = frozenset({"stream", "stream_options"})
 
@@ -59,3 +62,23 @@ def drop(owner: str, conversation_ids: Iterable[str]) -> None:
     """The conversations the request wrote in, deleted for good (each once)."""
     for conversation_id in dict.fromkeys(conversation_ids):
         responses.discard(owner, conversation_id)
+
+
+class HeldLast:
+    """An event sink that holds a response's last event until `release`: a `store: false` answer is
+    complete for the client only when nothing of it is readable any more (RSP-9)."""
+
+    def __init__(self, emit: Callable[[dict[str, Any]], None]) -> None:
+        self._emit = emit
+        self._held: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("type") in LAST_EVENTS:
+            self._held.append(event)
+        else:
+            self._emit(event)
+
+    def release(self) -> None:
+        held, self._held = self._held, []
+        for event in held:
+            self._emit(event)
