@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import boto3
 from chat_local.streams import lambda_record, passes_filters
 
+from tests.support import aws_clients
 from tests.support.table import template
 
 REGION = "us-east-1"
@@ -39,8 +39,8 @@ class TableStream:
     """Every record of the table's stream from now on, in order, each read once by `read()`."""
 
     def __init__(self, table: str) -> None:
-        self.client = boto3.client("dynamodbstreams", region_name=REGION)
-        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        self.client = aws_clients.client("dynamodbstreams", REGION)
+        dynamodb = aws_clients.client("dynamodb", REGION)
         self.arn = dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
         shards = self.client.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
         self._iterators: dict[str, str | None] = {}
@@ -93,6 +93,6 @@ def event(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     arn = next((r.get("eventSourceARN") for r in batch if r.get("eventSourceARN")), None)
     if arn is None:
         return {"Records": batch}
-    client = boto3.client("dynamodbstreams", region_name=REGION)
+    client = aws_clients.client("dynamodbstreams", REGION)
     shards = client.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
     return {"Records": batch, "shardId": shards[-1]["ShardId"], "state": {}, "isFinalInvokeForWindow": False}

@@ -6,8 +6,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import boto3
 from chat_local.template import load_yaml
+
+from tests.support import aws_clients
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
@@ -28,7 +29,7 @@ def table_properties() -> dict[str, Any]:
 def create_table(name: str, region: str = "us-east-1") -> None:
     """Create `name` with exactly the template's keys, indexes, billing, stream and TTL (inside mock_aws)."""
     props = table_properties()
-    client = boto3.client("dynamodb", region_name=region)
+    client = aws_clients.client("dynamodb", region)
     kwargs: dict[str, Any] = {
         "TableName": name,
         "AttributeDefinitions": props["AttributeDefinitions"],
