@@ -307,7 +307,7 @@ def test_repl_shows_each_turns_cost_and_todays_usage(spawn: object, model: OpenA
 def test_prv2_prv1_repl_exports_to_a_file_and_erases_after_the_typed_user_id(
     spawn: object, model: OpenAIStandin, tmp_path: Path
 ) -> None:
-    """PRV-2 / PRV-1 in the CLI: /export saves the archive to a file; /erase asks for the user id typed
+    """PRV-4 (PRV-2, PRV-1) in the CLI: /export saves the archive to a file; /erase asks for the user id typed
     again (anything else cancels), then shows the receipt and ends the session, the data gone."""
     # Given a REPL of a user of their own (the last --user wins) with one turn
     child = spawn("--no-stream", "--user", "hal")  # type: ignore[operator]

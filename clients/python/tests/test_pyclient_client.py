@@ -4,6 +4,7 @@ their retries against a loopback server that answers 429/503 first."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import json
 import threading
@@ -22,6 +23,7 @@ from chat_history_client import (
     Conflict,
     ErasureReceipt,
     InvalidRequest,
+    JobNotDone,
     NotFound,
     ServiceUnavailable,
     UserExport,
@@ -277,7 +279,7 @@ def test_memory_search_and_facts_are_methods(tmp_path: Path) -> None:
 
 
 def test_prv1_prv2_a_user_exports_then_erases_their_data(server: ServerProcess, tmp_path: Path) -> None:
-    """CLIENT-1 / PRV-2 / PRV-1: `export_user_data` waits for the archive and `download_user_export` /
+    """CLIENT-1 / PRV-4 (PRV-2, PRV-1): `export_user_data` waits for the archive and `download_user_export` /
     `read_user_export` fetch it; `erase_user_data` refuses without the user id typed again, then waits for
     the receipt, and the user's conversations are gone; the async client does the same."""
     with ChatHistoryClient(server.url, user_id="erin") as erin:
@@ -317,3 +319,20 @@ def test_prv1_prv2_a_user_exports_then_erases_their_data(server: ServerProcess, 
     export, receipt = asyncio.run(in_async())
     assert export.counts == {"conversations": 1, "messages": 2}
     assert receipt.done
+
+
+def test_prv4_waiting_on_a_job_stops_at_its_deadline_and_the_jwt_names_the_user() -> None:
+    """PRV-4: a job not done by the deadline raises JobNotDone carrying its last state (no request is
+    made for that); with a JWT and no user_id, the user is the token's `sub`."""
+    # Given a client with a JWT whose subject is "sam" (never sent: the deadline is already past)
+    payload = base64.urlsafe_b64encode(json.dumps({"sub": "sam"}).encode()).decode().rstrip("=")
+    with ChatHistoryClient("http://127.0.0.1:9", token=f"e30.{payload}.sig") as client:
+        queued = UserExport(export_id="e1", user_id="sam", status="queued")
+        # When it waits on a queued export for no time at all
+        with pytest.raises(JobNotDone) as late:
+            client.wait_user_export(queued, timeout=0)
+        # Then the error carries the last state
+        assert late.value.job is queued
+        # And an erasure of someone else's id typed as confirmation is refused before any request
+        with pytest.raises(ValueError, match="confirm='sam'"):
+            client.erase_user_data(confirm="alice")
