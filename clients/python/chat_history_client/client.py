@@ -515,13 +515,25 @@ class AsyncChatHistoryClient:
             export = await self.get_user_export(export.export_id, export.user_id)
         return export
 
+    async def download_user_export(self, export: UserExport, path: str | os.PathLike[str]) -> Path:
+        target = Path(path)
+        target.write_bytes(await self._archive_bytes(export))
+        return target
+
     async def read_user_export(self, export: UserExport) -> dict[str, Any]:
+        return _user_data_calls.read_archive(await self._archive_bytes(export))
+
+    async def _archive_bytes(self, export: UserExport) -> bytes:
         if not export.url:
             raise ValueError(f"export {export.export_id} is {export.status!r}: no archive yet")
-        response = await self._request({"method": "GET", "url": export.url})
+        try:
+            # A presigned URL carries its own authority: no API headers go with it.
+            response = await self._request({"method": "GET", "url": export.url})
+        except httpx.TransportError as exc:
+            raise TransportError(f"GET the archive of export {export.export_id}: {exc}") from exc
         if response.status_code != 200:
             raise TransportError(f"the archive's URL answered {response.status_code} (expired? ask again)")
-        return _user_data_calls.read_archive(response.content)
+        return response.content
 
     async def erase_user_data(
         self,

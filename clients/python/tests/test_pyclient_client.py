@@ -314,6 +314,8 @@ def test_prv1_prv2_a_user_exports_then_erases_their_data(server: ServerProcess, 
             await fern.post_message("and mine")
             export = await fern.export_user_data(timeout=60)
             assert (await fern.read_user_export(export))["user_id"] == "fern"
+            saved = await fern.download_user_export(export, tmp_path / "fern.json.gz")
+            assert json.loads(gzip.decompress(saved.read_bytes()))["user_id"] == "fern"
             return export, await fern.erase_user_data(confirm="fern", timeout=60)
 
     export, receipt = asyncio.run(in_async())
