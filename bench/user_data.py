@@ -1,11 +1,13 @@
 """PRV-1/2: what erasing and exporting a user of 10,000 messages costs: DynamoDB and S3 calls, request
 units, seconds (moto in-process: the seconds are this machine's CPU, not DynamoDB's latency).
 
-    .venv/bin/python -m bench.user_data [--messages 10000] [--others 0]
+    .venv/bin/python -m bench.user_data [--messages 10000] [--others 3000]
 
 Units are computed as DynamoDB bills them: a consistent Scan or Query page 1 RCU per 4 KB read (rounded
 up per page), a delete 1 WCU per item (keys-only deletes of items up to 1 KB), a put 1 WCU per KB.
-`--others N`: messages of another user in the same table, which the erasure's Scan reads too.
+`--others N`: messages of three other users in the same table, which the erasure's Scan reads too. The
+user's messages are in conversations of 100 (one appended through the handler, the others its items
+written again under new ids). `make bench` runs it at 10,000 (bench/bench_user_data.py).
 """
 
 from __future__ import annotations
@@ -22,38 +24,65 @@ import boto3
 import botocore.client
 from moto import mock_aws
 
-from bench.dynamodb_meter import MOTO_ENV
+from bench.dynamodb_meter import MOTO_ENV, moto_fixes
 
-TABLE, BUCKET, PER_APPEND = "chat-history-bench-prv", "blobs-bench-prv", 30
+TABLE, BUCKET, PER_APPEND, PER_CONVERSATION = "chat-history-bench-prv", "blobs-bench-prv", 30, 100
+USER = "bench-heavy-user"
+#: Other users' messages, spread over OTHER_USERS users: the erasure's Scan reads the whole table.
+OTHERS, OTHER_USERS = 3_000, 3
 
 
-def _fill(owner: str, messages: int) -> None:
-    """`messages` messages in conversations of 100, appended 30 at a time (no model call)."""
+def _first_conversation(owner: str) -> str:
+    """One conversation of PER_CONVERSATION messages through the append handler (30 per call, no model
+    call): the items a real append writes (messages, turn-log events, the conversation and its listing
+    copy), to be cloned."""
     from tests.support import events
     from tests.support import functions as api
 
-    left = messages
-    while left > 0:
-        cid = api.create(user=owner).body["conversation_id"]
-        in_conversation = min(100, left)
-        for start in range(0, in_conversation, PER_APPEND):
-            batch = [
-                {
-                    "role": "user" if (start + i) % 2 == 0 else "assistant",
-                    "content": f"message {start + i} " * 20,
-                }
-                for i in range(min(PER_APPEND, in_conversation - start))
-            ]
-            event = events.http_event(
-                "POST",
-                f"/conversations/{cid}/messages",
-                route="/conversations/{conversation_id}/messages",
-                path_parameters={"conversation_id": cid},
-                body={"messages": batch},
-                user=owner,
-            )
-            assert api.invoke("append_messages", event).status == 201
-        left -= in_conversation
+    cid = str(api.create(user=owner).body["conversation_id"])
+    for start in range(0, PER_CONVERSATION, PER_APPEND):
+        batch = [
+            {"role": "user" if (start + i) % 2 == 0 else "assistant", "content": f"message {start + i} " * 20}
+            for i in range(min(PER_APPEND, PER_CONVERSATION - start))
+        ]
+        event = events.http_event(
+            "POST",
+            f"/conversations/{cid}/messages",
+            route="/conversations/{conversation_id}/messages",
+            path_parameters={"conversation_id": cid},
+            body={"messages": batch},
+            user=owner,
+        )
+        assert api.invoke("append_messages", event).status == 201
+    return cid
+
+
+def _fill(owner: str, messages: int, template: list[dict[str, Any]], template_owner: str, cid: str) -> None:
+    """`messages` messages of `owner` in conversations of PER_CONVERSATION: the template conversation's
+    items written again under a new conversation id (and owner) with BatchWriteItem. Appending through
+    the handler slows as the table grows (moto), and a user of 10,000 messages never finished filling;
+    a heavy user's data is many conversations like this one anyway."""
+    client: Any = boto3.client("dynamodb", region_name="us-east-1")
+    conversations = math.ceil(messages / PER_CONVERSATION)
+    for n in range(conversations):
+        new_cid = f"{cid[:16]}{n:010d}"
+        if owner == template_owner and n == 0:
+            continue  # the template itself
+        text = json.dumps(template).replace(cid, new_cid).replace(f"USER#{template_owner}", f"USER#{owner}")
+        items = json.loads(text)
+        for start in range(0, len(items), 25):
+            requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+            client.batch_write_item(RequestItems={TABLE: requests})
+
+
+def fill_table(messages: int, others: int) -> None:
+    """The bench user's `messages` and `others` messages of OTHER_USERS other users."""
+    cid = _first_conversation(USER)
+    pages = boto3.client("dynamodb", region_name="us-east-1").get_paginator("scan").paginate(TableName=TABLE)
+    template = [item for page in pages for item in page["Items"]]
+    _fill(USER, messages, template, USER, cid)
+    for n in range(OTHER_USERS if others else 0):
+        _fill(f"bench-other-user-{n}", others // OTHER_USERS, template, USER, cid)
 
 
 class Meter:
@@ -61,6 +90,8 @@ class Meter:
         self.calls: Counter[str] = Counter()
         self.rcu = 0.0
         self.wcu = 0.0
+        #: Seconds inside the AWS calls (botocore and moto): the rest of a job's time is our code.
+        self.in_calls = 0.0
         self._original = botocore.client.BaseClient._make_api_call
 
     def __enter__(self) -> Meter:
@@ -68,7 +99,9 @@ class Meter:
 
         def metered(client: Any, operation: str, params: dict[str, Any]) -> Any:
             service = client.meta.service_model.service_name
+            began = time.perf_counter()
             answer = original(client, operation, params)
+            meter.in_calls += time.perf_counter() - began
             if service in ("dynamodb", "s3", "sqs"):
                 meter.calls[f"{service}:{operation}"] += 1
             if service == "dynamodb":
@@ -100,60 +133,98 @@ class Meter:
 ITEM_BYTES = 400
 
 
+def measure(messages: int, others: int) -> dict[str, Any]:
+    """Fill a fresh moto table, then export and erase the bench user, metering each job's run."""
+    saved = {name: os.environ.get(name) for name in [*MOTO_ENV, *_ENV, "USER_DATA_QUEUE_URL"]}
+    os.environ.update(MOTO_ENV, **_ENV)
+    try:
+        # The bench's moto fixes (a TransactWriteItems no longer copies the whole table, responses are
+        # serialized at the cost of their bytes): as the local server runs it.
+        with mock_aws(), moto_fixes():
+            return _measure(messages, others)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        from tests.support.runtime import drop
+
+        drop()
+
+
+_ENV = {"TABLE_NAME": TABLE, "BLOB_BUCKET": BUCKET, "ERASURE_SETTLE_SECONDS": "0"}
+
+
+def _measure(messages: int, others: int) -> dict[str, Any]:
+    from tests.support.runtime import renew
+    from tests.support.table import create_table
+
+    create_table(TABLE)
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="prv")["QueueUrl"]
+    os.environ["USER_DATA_QUEUE_URL"] = queue
+    renew()
+    began = time.perf_counter()
+    fill_table(messages, others)
+    filled = time.perf_counter() - began
+    # moto reports no table size: the average item is sized from a scan of the table, as DynamoDB
+    # sizes it (close enough: the JSON of the typed item).
+    pages = boto3.client("dynamodb", region_name="us-east-1").get_paginator("scan").paginate(TableName=TABLE)
+    sizes = [len(json.dumps(item)) for page in pages for item in page["Items"]]
+    global ITEM_BYTES
+    ITEM_BYTES = max(1, sum(sizes) // max(1, len(sizes)))
+
+    from chat_core.privacy import erasure, export
+
+    rows = []
+    for name in ("export", "erasure"):
+        if name == "export":
+            job_id = export.request_export(USER, USER, admin=False)["export_id"]
+        else:
+            erasure.request_erasure(USER, USER, admin=False)
+        with Meter() as meter:
+            began = time.perf_counter()
+            result = export.run_export(USER, job_id) if name == "export" else erasure.run_erasure(USER)
+            seconds = time.perf_counter() - began
+        assert result["status"] == "done", result
+        rows.append(
+            {
+                "job": name,
+                "calls": dict(sorted(meter.calls.items())),
+                "rcu": round(meter.rcu),
+                "wcu": round(meter.wcu),
+                "seconds": round(seconds, 1),
+                "in_calls": round(meter.in_calls, 1),
+                "counts": result.get("counts"),
+            }
+        )
+    return {
+        "messages": messages,
+        "others": others,
+        "table_items": len(sizes),
+        "item_bytes": ITEM_BYTES,
+        "fill_seconds": round(filled, 1),
+        "jobs": rows,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=10_000)
-    parser.add_argument("--others", type=int, default=0)
+    parser.add_argument("--others", type=int, default=OTHERS, help="other users' messages in the table")
     args = parser.parse_args()
-    os.environ.update(MOTO_ENV, TABLE_NAME=TABLE, BLOB_BUCKET=BUCKET, ERASURE_SETTLE_SECONDS="0")
-    with mock_aws():
-        from tests.support.runtime import renew
-        from tests.support.table import create_table
-
-        create_table(TABLE)
-        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="prv")["QueueUrl"]
-        os.environ["USER_DATA_QUEUE_URL"] = queue
-        renew()
-        _fill("alice", args.messages)
-        if args.others:
-            _fill("bob", args.others)
-        # moto reports no table size: the average item is sized from a scan of the table, as DynamoDB
-        # sizes it (close enough: the JSON of the typed item).
-        pages = (
-            boto3.client("dynamodb", region_name="us-east-1").get_paginator("scan").paginate(TableName=TABLE)
+    found = measure(args.messages, args.others)
+    print(
+        f"user of {found['messages']} messages, {found['others']} of {OTHER_USERS} others in the table "
+        f"({found['table_items']} items, ~{found['item_bytes']} B each; filled in {found['fill_seconds']} s)"
+    )
+    for row in found["jobs"]:
+        calls = row["calls"]
+        print(
+            f"| {row['job']} | {sum(calls.values())} calls {calls} | {row['rcu']} RCU | {row['wcu']} WCU "
+            f"| {row['seconds']} s ({row['in_calls']} s in botocore and moto) | {row['counts']} |"
         )
-        sizes = [len(json.dumps(item)) for page in pages for item in page["Items"]]
-        global ITEM_BYTES
-        ITEM_BYTES = max(1, sum(sizes) // max(1, len(sizes)))
-
-        from chat_core.privacy import erasure, export
-
-        rows = []
-        for name, step in (
-            ("export", lambda: (export.request_export("alice", "alice", admin=False), "export")),
-            ("erasure", lambda: (erasure.request_erasure("alice", "alice", admin=False), "erasure")),
-        ):
-            job, kind = step()
-            with Meter() as meter:
-                began = time.perf_counter()
-                if kind == "export":
-                    export.run_export("alice", job["export_id"])
-                else:
-                    erasure.run_erasure("alice")
-                seconds = time.perf_counter() - began
-            rows.append(
-                (
-                    name,
-                    dict(sorted(meter.calls.items())),
-                    round(meter.rcu),
-                    round(meter.wcu),
-                    round(seconds, 1),
-                )
-            )
-        print(f"user of {args.messages} messages, {args.others} others in the table, item ~{ITEM_BYTES} B")
-        for name, calls, rcu, wcu, seconds in rows:
-            print(f"| {name} | {sum(calls.values())} calls {calls} | {rcu} RCU | {wcu} WCU | {seconds} s |")
 
 
 if __name__ == "__main__":

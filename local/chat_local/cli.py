@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,9 @@ EXIT_TURN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_REFUSED = 4
+#: Longest wait for an export or an erasure in the REPL, seconds (deployed, an erasure's last pass
+#: runs ERASURE_SETTLE_SECONDS after the first).
+JOB_WAIT_S = 900.0
 
 HELP = """\
 Commands:
@@ -37,6 +41,8 @@ Commands:
   /branches          every message of the conversation; * marks the active path, ids to /switch to
   /switch ID         continue from message ID (its full id or the end of it, as /branches shows)
   /usage             your tokens and cost today, by model, and your budget
+  /export [PATH]     all your data as one archive (gzip JSON) saved to PATH (default chat-export-ID.json.gz)
+  /erase             erase all your data for good (asks you to type your user id), then end the session
 Anything else is sent as your message. Start a message with // to send a text that begins with /.
 """
 
@@ -256,6 +262,7 @@ class Repl:
         self.interactive_input = _isatty(sys.stdin)
         #: Print replies as they arrive (API-14); `--no-stream` waits for the whole reply.
         self.stream = True
+        self.erased = False
 
     def announce(self) -> None:
         s = self.session
@@ -321,7 +328,9 @@ class Repl:
 
     def finish(self) -> None:
         discarded = self.session.close()
-        if discarded:
+        if self.erased:
+            self.console.info(f"session {self.session.session_id} ended (your data was erased)")
+        elif discarded:
             self.console.info(f"session {self.session.session_id} ended (empty conversation discarded)")
         else:
             self.console.info(
@@ -362,6 +371,10 @@ class Repl:
                 self.show_branches()
             elif name == "/usage":
                 self.show_usage()
+            elif name == "/export":
+                self.export(arg)
+            elif name == "/erase":
+                return not self.erase()
             elif name == "/switch":
                 if not arg:
                     self.console.info("usage: /switch MESSAGE_ID (see /branches)")
@@ -371,6 +384,72 @@ class Repl:
                 self.console.info(f"unknown command {name}; /help lists the commands")
         except (ApiError, ServerUnreachable) as exc:
             self.console.info(str(exc))
+        return True
+
+    # -- a user's data as a whole (PRV-1, PRV-2) ----------------------------------------------------------
+
+    def _whose(self) -> str:
+        if not self.api.user:
+            raise ApiError(400, "no_user", "your identity names no user (give --user, or a JWT with a sub)")
+        return self.api.user
+
+    def _until_done(
+        self, read: Callable[[], dict[str, Any]], job: dict[str, Any], what: str
+    ) -> dict[str, Any]:
+        """`read()` again until the job is done, saying each new status; Ctrl-C stops waiting (the job
+        goes on)."""
+        deadline = time.monotonic() + JOB_WAIT_S
+        pause, shown = 0.2, ""
+        while job.get("status") != "done":
+            state = f"{what}: {job.get('status')}" + (f", {job['phase']}" if job.get("phase") else "")
+            if state != shown:
+                self.console.info(f"  {state}…")
+                shown = state
+            if time.monotonic() > deadline:
+                raise ApiError(504, "job_not_done", f"{what} is still {job.get('status')}; ask again later")
+            time.sleep(pause)
+            pause = min(pause * 1.5, 2.0)
+            job = read()
+        return job
+
+    def export(self, path: str) -> None:
+        user = self._whose()
+        job = self.api.request_export(user)
+        export_id = str(job["export_id"])
+        self.console.info(f"export {export_id} of {user} started")
+        job = self._until_done(lambda: self.api.get_export(user, export_id), job, f"export {export_id}")
+        target = Path(path).expanduser() if path else Path(f"chat-export-{export_id}.json.gz")
+        size = self.api.download(str(job["url"]), target)
+        counts = job.get("counts") or {}
+        self.console.info(
+            f"export {export_id}: {counts.get('conversations', 0)} conversations, "
+            f"{counts.get('messages', 0)} messages, {size} bytes -> {target}"
+        )
+
+    def erase(self) -> bool:
+        """True once the user's data is erased (the session then ends)."""
+        user = self._whose()
+        self.console.info(
+            f"This erases ALL the data of {user}: every conversation, message, fact and file, for good."
+        )
+        if self.interactive_input:
+            typed = input(f"Type {user} to confirm (anything else cancels): ")
+        else:
+            typed = sys.stdin.readline().rstrip("\n")
+        if typed.strip() != user:
+            self.console.info("not confirmed; nothing was erased")
+            return False
+        receipt = self._until_done(
+            lambda: self.api.get_erasure(user), self.api.request_erasure(user), "erasure"
+        )
+        counts = receipt.get("counts") or {}
+        self.console.info(
+            f"erased {user} at {receipt.get('finished_at')}: {counts.get('items', 0)} items, "
+            f"{counts.get('objects', 0)} files, {counts.get('jobs', 0)} jobs, "
+            f"{counts.get('passes', 0)} passes "
+            f"(asked by {receipt.get('requested_by')} at {receipt.get('requested_at')})"
+        )
+        self.erased = True
         return True
 
     # -- usage and budget (COST-3, COST-4) -------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json as json_module
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -46,6 +48,17 @@ def _is_local(url: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
+def _jwt_subject(token: str) -> str | None:
+    """The token's `sub`, read and not verified (the service verifies it)."""
+    try:
+        payload = token.split(".")[1]
+        claims = json_module.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError):
+        return None
+    sub = claims.get("sub") if isinstance(claims, dict) else None
+    return sub if isinstance(sub, str) else None
+
+
 def _error_from(response: httpx.Response) -> ApiError:
     try:
         body: Any = response.json()
@@ -80,6 +93,8 @@ class ChatApi:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: Whose data /export and /erase act on: the X-User-Id, or the JWT's subject.
+        self.user = user or (_jwt_subject(token) if token else None)
         headers = {"Accept": "application/json", "User-Agent": "chat-cli"}
         if user:
             headers["X-User-Id"] = user
@@ -239,3 +254,36 @@ class ChatApi:
     def set_active(self, conversation_id: str, message_id: str) -> dict[str, Any]:
         path = f"/conversations/{quote(conversation_id, safe='')}/active"
         return dict(self.request("PUT", path, json={"message_id": message_id}))
+
+    # -- a user's data as a whole (PRV-1, PRV-2) --------------------------------------------------
+
+    def _user_path(self, user: str) -> str:
+        return f"/users/{quote(user, safe='')}"
+
+    def request_export(self, user: str) -> dict[str, Any]:
+        return dict(self.request("POST", f"{self._user_path(user)}/exports"))
+
+    def get_export(self, user: str, export_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"{self._user_path(user)}/exports/{quote(export_id, safe='')}"))
+
+    def request_erasure(self, user: str) -> dict[str, Any]:
+        return dict(self.request("POST", f"{self._user_path(user)}/erasure"))
+
+    def get_erasure(self, user: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"{self._user_path(user)}/erasure"))
+
+    def download(self, url: str, path: Path) -> int:
+        """A presigned URL's object written to `path` (no API headers: the URL carries its own
+        authority); its size in bytes."""
+        try:
+            with httpx.stream("GET", url, timeout=self._http.timeout) as response:
+                if response.status_code != 200:
+                    raise ApiError(response.status_code, "download_failed", "the archive's URL refused it")
+                size = 0
+                with path.open("wb") as out:
+                    for chunk in response.iter_bytes():
+                        out.write(chunk)
+                        size += len(chunk)
+                return size
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(url.split("?")[0], str(exc) or type(exc).__name__) from exc

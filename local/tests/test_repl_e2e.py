@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import signal
@@ -301,3 +302,42 @@ def test_repl_shows_each_turns_cost_and_todays_usage(spawn: object, model: OpenA
     other.expect(r"\(provider usage\) · cost unknown \(no price for this model\)")
     other.sendline("/exit")
     other.expect(pexpect.EOF)
+
+
+def test_prv2_prv1_repl_exports_to_a_file_and_erases_after_the_typed_user_id(
+    spawn: object, model: OpenAIStandin, tmp_path: Path
+) -> None:
+    """PRV-4 (PRV-2, PRV-1) in the CLI: /export saves the archive to a file; /erase asks for the user id typed
+    again (anything else cancels), then shows the receipt and ends the session, the data gone."""
+    # Given a REPL of a user of their own (the last --user wins) with one turn
+    child = spawn("--no-stream", "--user", "hal")  # type: ignore[operator]
+    child.expect("you> ")
+    child.sendline("my secret plan")
+    child.expect("Stand-in reply")
+    child.expect("you> ")
+    # When the user exports their data to a file
+    target = tmp_path / "mine.json.gz"
+    child.sendline(f"/export {target}")
+    # Then the archive is saved there and holds the conversation
+    child.expect(r"export \w+: 1 conversations, 2 messages, \d+ bytes -> ")
+    child.expect("you> ")
+    archive = json.loads(gzip.decompress(target.read_bytes()))
+    assert archive["user_id"] == "hal"
+    assert "my secret plan" in json.dumps(archive)
+    # When /erase is answered with something else than the user id, nothing is erased
+    child.sendline("/erase")
+    child.expect("Type hal to confirm")
+    child.sendline("yes")
+    child.expect("not confirmed; nothing was erased")
+    child.expect("you> ")
+    # When it is answered with the user id
+    child.sendline("/erase")
+    child.expect("Type hal to confirm")
+    child.sendline("hal")
+    # Then the receipt is shown and the session ends
+    child.expect(r"erased hal at \S+: (\d+) items")
+    assert int(child.match.group(1)) > 0
+    child.expect("ended \\(your data was erased\\)")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -12,6 +12,7 @@ screenshots docs/console.md shows (`make screenshots`).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -62,6 +63,8 @@ def server(standin: OpenAIStandin, tmp_path_factory: pytest.TempPathFactory) -> 
             "LLM_MODEL": "standin-model",
             "LLM_MAX_RETRIES": "0",
             "SUMMARY_ENABLED": "false",
+            # An erasure's last pass at once, not two minutes after the first (PRV-1).
+            "ERASURE_SETTLE_SECONDS": "0",
         },
     )
     process.start()
@@ -608,6 +611,46 @@ def test_turn_log_and_usage_chart(console: Console) -> None:
     assert len(bars) == 30
     assert bars[-1].size["height"] > 0
     assert all(b.size["height"] <= 1 for b in bars[:-1])
+
+
+def test_prv4_your_data_exports_with_a_download_link_and_erases_after_the_typed_user_id(
+    console: Console, server: ServerProcess
+) -> None:
+    """PRV-4: "Your data" exports (progress, then a link to the archive) and erases only once the user id
+    is typed: the button is disabled before, enabled after; then the receipt, and the data is gone."""
+    # Given a user with a conversation of one turn
+    console.sign_in("vera")
+    console.new_conversation("Private things")
+    console.send("my diary")
+    # When they open Your data and export
+    console.view("data")
+    assert console.find("#data-user").text == "vera"
+    console.find("#export-btn").click()
+    # Then the export is ready with a link to the archive, which holds the conversation
+    link = console.shown("#export-link")
+    console.until(lambda d: "Export ready" in console.find("#export-status").text, "export ready")
+    assert "1 conversations, 2 messages" in console.find("#export-status").text
+    archive = json.loads(gzip.decompress(httpx.get(str(link.get_attribute("href")), timeout=30).content))
+    assert archive["user_id"] == "vera"
+    assert "my diary" in json.dumps(archive)
+    # And erasing is not possible until the user id is typed exactly
+    erase, field = console.find("#erase-btn"), console.find("#erase-confirm")
+    assert not erase.is_enabled()
+    field.send_keys("ver")
+    assert not erase.is_enabled()
+    field.send_keys("a")
+    console.until(lambda d: erase.is_enabled(), "erase enabled once the user id is typed")
+    console.screenshot("console-your-data")
+    # When it is erased
+    erase.click()
+    # Then the receipt is shown and nothing of the user is left
+    receipt = console.shown("#erase-receipt")
+    console.until(lambda d: "Your data is erased" in console.find("#erase-status").text, "erased")
+    assert "Items erased" in receipt.text
+    assert not erase.is_enabled()
+    with _api(server, "vera") as api:
+        assert api.get("/conversations").json()["items"] == []
+        assert api.get("/users/vera/erasure").json()["status"] == "done"
 
 
 CONTRAST_JS = """

@@ -228,7 +228,13 @@ def server(standin: OpenAIStandin, tmp_path_factory: pytest.TempPathFactory) -> 
     """One local server per module, its model the stand-in (LLM_BASE_URL), its data in a temp dir."""
     process = ServerProcess(
         tmp_path_factory.mktemp("local-data"),
-        env={"LLM_BASE_URL": standin.base_url, "LLM_MODEL": "standin-model", "LLM_MAX_RETRIES": "1"},
+        env={
+            "LLM_BASE_URL": standin.base_url,
+            "LLM_MODEL": "standin-model",
+            "LLM_MAX_RETRIES": "1",
+            # An erasure's last pass at once, not two minutes after the first (PRV-1).
+            "ERASURE_SETTLE_SECONDS": "0",
+        },
     )
     process.start()
     yield process

@@ -11,13 +11,21 @@ from chat_history_client.errors import (
     ChatHistoryError,
     Conflict,
     InvalidRequest,
+    JobNotDone,
     ModelError,
     NotFound,
     RateLimited,
     ServiceUnavailable,
     TransportError,
 )
-from chat_history_client.types import Conversation, Message, Page, PostResult
+from chat_history_client.types import (
+    Conversation,
+    ErasureReceipt,
+    Message,
+    Page,
+    PostResult,
+    UserExport,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -29,7 +37,9 @@ __all__ = [
     "ChatHistoryError",
     "Conflict",
     "Conversation",
+    "ErasureReceipt",
     "InvalidRequest",
+    "JobNotDone",
     "Message",
     "ModelError",
     "NotFound",
@@ -38,4 +48,5 @@ __all__ = [
     "RateLimited",
     "ServiceUnavailable",
     "TransportError",
+    "UserExport",
 ]

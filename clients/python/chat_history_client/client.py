@@ -10,14 +10,22 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from chat_history_client import _background, _calls, _memory_calls
+from chat_history_client import _background, _calls, _memory_calls, _user_data_calls
 from chat_history_client._calls import Call, Policy, T
 from chat_history_client.errors import TransportError
-from chat_history_client.types import Conversation, Message, Page, PostResult
+from chat_history_client.types import (
+    Conversation,
+    ErasureReceipt,
+    Message,
+    Page,
+    PostResult,
+    UserExport,
+)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 
@@ -204,6 +212,81 @@ class ChatHistoryClient:
     def delete_memory_fact(self, fact_id: str) -> None:
         """DELETE /memory/{fact_id} (MEM-33): the fact and the versions it superseded, for good."""
         self.send(_memory_calls.delete_fact(fact_id))
+
+    # A user's data as a whole (PRV-1, PRV-2): `user_id` None is the caller (X-User-Id, or the JWT's sub)
+
+    def export_user_data(
+        self, user_id: str | None = None, *, wait: bool = True, timeout: float = 600.0
+    ) -> UserExport:
+        """POST /users/{user_id}/exports (PRV-2): a new export of everything the user owns; with `wait`,
+        its state is read until it is done (JobNotDone after `timeout` seconds), with the archive's
+        presigned `url`. `download_user_export` / `read_user_export` fetch the archive."""
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        job = self.send(_user_data_calls.request_export(owner))
+        return self.wait_user_export(job, timeout=timeout) if wait else job
+
+    def get_user_export(self, export_id: str, user_id: str | None = None) -> UserExport:
+        """GET /users/{user_id}/exports/{export_id}: its state; once done, a fresh presigned URL."""
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        return self.send(_user_data_calls.get_export(owner, export_id))
+
+    def wait_user_export(self, export: UserExport, *, timeout: float = 600.0) -> UserExport:
+        waiting = _user_data_calls.Waiting(timeout, f"export {export.export_id}")
+        while not export.done:
+            time.sleep(waiting.next_pause(export))
+            export = self.get_user_export(export.export_id, export.user_id)
+        return export
+
+    def download_user_export(self, export: UserExport, path: str | os.PathLike[str]) -> Path:
+        """The archive (gzip JSON) of a done export written to `path`."""
+        target = Path(path)
+        target.write_bytes(self._archive_bytes(export))
+        return target
+
+    def read_user_export(self, export: UserExport) -> dict[str, Any]:
+        """The archive of a done export, read: `{"format": "chat-history.user-export", "version": 1,
+        "conversations": [...], ...}` (docs/schemas/user-export.v1.json)."""
+        return _user_data_calls.read_archive(self._archive_bytes(export))
+
+    def _archive_bytes(self, export: UserExport) -> bytes:
+        if not export.url:
+            raise ValueError(f"export {export.export_id} is {export.status!r}: no archive yet")
+        try:
+            # A presigned URL carries its own authority: no API headers go with it.
+            response = self._http.get(export.url)
+        except httpx.TransportError as exc:
+            raise TransportError(f"GET the archive of export {export.export_id}: {exc}") from exc
+        if response.status_code != 200:
+            raise TransportError(f"the archive's URL answered {response.status_code} (expired? ask again)")
+        return response.content
+
+    def erase_user_data(
+        self,
+        user_id: str | None = None,
+        *,
+        confirm: str | None = None,
+        wait: bool = True,
+        timeout: float = 900.0,
+    ) -> ErasureReceipt:
+        """POST /users/{user_id}/erasure (PRV-1): erase everything the user owns, for good. `confirm`
+        must be the user id typed again (ValueError otherwise, and nothing is sent). With `wait`, the job
+        is read until done and its receipt returned (JobNotDone after `timeout` seconds; deployed, the
+        last pass runs ERASURE_SETTLE_SECONDS after the first)."""
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        _user_data_calls.check_confirmation(owner, confirm)
+        receipt = self.send(_user_data_calls.request_erasure(owner))
+        if not wait:
+            return receipt
+        waiting = _user_data_calls.Waiting(timeout, f"the erasure of {owner}")
+        while not receipt.done:
+            time.sleep(waiting.next_pause(receipt))
+            receipt = self.get_user_erasure(owner)
+        return receipt
+
+    def get_user_erasure(self, user_id: str | None = None) -> ErasureReceipt:
+        """GET /users/{user_id}/erasure: the erasure's progress, or its receipt once done."""
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        return self.send(_user_data_calls.get_erasure(owner))
 
 
 class AsyncChatHistoryClient:
@@ -413,3 +496,64 @@ class AsyncChatHistoryClient:
 
     async def delete_memory_fact(self, fact_id: str) -> None:
         await self.send(_memory_calls.delete_fact(fact_id))
+
+    async def export_user_data(
+        self, user_id: str | None = None, *, wait: bool = True, timeout: float = 600.0
+    ) -> UserExport:
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        job = await self.send(_user_data_calls.request_export(owner))
+        return await self.wait_user_export(job, timeout=timeout) if wait else job
+
+    async def get_user_export(self, export_id: str, user_id: str | None = None) -> UserExport:
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        return await self.send(_user_data_calls.get_export(owner, export_id))
+
+    async def wait_user_export(self, export: UserExport, *, timeout: float = 600.0) -> UserExport:
+        waiting = _user_data_calls.Waiting(timeout, f"export {export.export_id}")
+        while not export.done:
+            await asyncio.sleep(waiting.next_pause(export))
+            export = await self.get_user_export(export.export_id, export.user_id)
+        return export
+
+    async def download_user_export(self, export: UserExport, path: str | os.PathLike[str]) -> Path:
+        target = Path(path)
+        target.write_bytes(await self._archive_bytes(export))
+        return target
+
+    async def read_user_export(self, export: UserExport) -> dict[str, Any]:
+        return _user_data_calls.read_archive(await self._archive_bytes(export))
+
+    async def _archive_bytes(self, export: UserExport) -> bytes:
+        if not export.url:
+            raise ValueError(f"export {export.export_id} is {export.status!r}: no archive yet")
+        try:
+            # A presigned URL carries its own authority: no API headers go with it.
+            response = await self._request({"method": "GET", "url": export.url})
+        except httpx.TransportError as exc:
+            raise TransportError(f"GET the archive of export {export.export_id}: {exc}") from exc
+        if response.status_code != 200:
+            raise TransportError(f"the archive's URL answered {response.status_code} (expired? ask again)")
+        return response.content
+
+    async def erase_user_data(
+        self,
+        user_id: str | None = None,
+        *,
+        confirm: str | None = None,
+        wait: bool = True,
+        timeout: float = 900.0,
+    ) -> ErasureReceipt:
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        _user_data_calls.check_confirmation(owner, confirm)
+        receipt = await self.send(_user_data_calls.request_erasure(owner))
+        if not wait:
+            return receipt
+        waiting = _user_data_calls.Waiting(timeout, f"the erasure of {owner}")
+        while not receipt.done:
+            await asyncio.sleep(waiting.next_pause(receipt))
+            receipt = await self.get_user_erasure(owner)
+        return receipt
+
+    async def get_user_erasure(self, user_id: str | None = None) -> ErasureReceipt:
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        return await self.send(_user_data_calls.get_erasure(owner))

@@ -102,3 +102,12 @@ def api_error(status: int, body: Any, retry_after: float | None = None) -> APIEr
         body=body,
         retry_after=retry_after,
     )
+
+
+class JobNotDone(ChatHistoryError, TimeoutError):
+    """A job waited on (an export, an erasure) was not done by the deadline: `job` is its last state
+    (ask again later; the job goes on without the client)."""
+
+    def __init__(self, message: str, job: Any) -> None:
+        super().__init__(message)
+        self.job = job

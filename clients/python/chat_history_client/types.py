@@ -106,3 +106,72 @@ class PostResult:
             assistant_message=Message.from_api(data["assistant_message"]),
             raw=data,
         )
+
+
+@dataclass(frozen=True)
+class UserExport:
+    """An export of a user's data (PRV-2): `status` "queued" until the archive is written, then "done"
+    with `url` (a presigned GET of the gzip JSON archive, valid `expires_in` seconds) and `counts`."""
+
+    export_id: str
+    user_id: str
+    status: str
+    url: str | None = None
+    expires_in: int | None = None
+    counts: dict[str, Any] | None = None
+    size: int | None = None
+    requested_at: str | None = None
+    finished_at: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> UserExport:
+        return cls(
+            export_id=data["export_id"],
+            user_id=data["user_id"],
+            status=data["status"],
+            url=data.get("url"),
+            expires_in=data.get("expires_in"),
+            counts=data.get("counts"),
+            size=data.get("bytes"),
+            requested_at=data.get("requested_at"),
+            finished_at=data.get("finished_at"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """A user's erasure (PRV-1): its progress (`status`, `phase`, `counts` so far) and, once `status` is
+    "done", the receipt: who asked, when, when it finished, what was erased. `status` "none": never
+    asked."""
+
+    user_id: str
+    status: str
+    phase: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    requested_by: str | None = None
+    requested_at: str | None = None
+    finished_at: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> ErasureReceipt:
+        return cls(
+            user_id=data["user_id"],
+            status=data["status"],
+            phase=data.get("phase"),
+            counts=dict(data.get("counts") or {}),
+            requested_by=data.get("requested_by"),
+            requested_at=data.get("requested_at"),
+            finished_at=data.get("finished_at"),
+            raw=data,
+        )

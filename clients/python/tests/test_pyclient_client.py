@@ -4,6 +4,8 @@ their retries against a loopback server that answers 429/503 first."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import json
 import threading
 import time
@@ -19,9 +21,12 @@ from chat_history_client import (
     BudgetExceeded,
     ChatHistoryClient,
     Conflict,
+    ErasureReceipt,
     InvalidRequest,
+    JobNotDone,
     NotFound,
     ServiceUnavailable,
+    UserExport,
 )
 
 from tests.support.local_server import ServerProcess, settle_streams
@@ -271,3 +276,65 @@ def test_memory_search_and_facts_are_methods(tmp_path: Path) -> None:
                 fiona.delete_memory_fact(facts[0]["id"])
     finally:
         server.stop()
+
+
+def test_prv1_prv2_a_user_exports_then_erases_their_data(server: ServerProcess, tmp_path: Path) -> None:
+    """CLIENT-1 / PRV-4 (PRV-2, PRV-1): `export_user_data` waits for the archive and `download_user_export` /
+    `read_user_export` fetch it; `erase_user_data` refuses without the user id typed again, then waits for
+    the receipt, and the user's conversations are gone; the async client does the same."""
+    with ChatHistoryClient(server.url, user_id="erin") as erin:
+        # Given a user with a conversation of one turn
+        posted = erin.post_message("keep this safe")
+        # When they export their data (user_id: the client's own)
+        export = erin.export_user_data(timeout=60)
+        # Then the export is done, with a URL, and its archive holds the conversation
+        assert (export.status, export.user_id) == ("done", "erin")
+        assert export.url
+        assert export.counts == {"conversations": 1, "messages": 2}
+        archive = erin.read_user_export(export)
+        assert [c["conversation_id"] for c in archive["conversations"]] == [posted.conversation_id]
+        saved = erin.download_user_export(export, tmp_path / "erin.json.gz")
+        assert gzip.decompress(saved.read_bytes()).startswith(b"{")
+        # When the erasure is asked for without the typed confirmation, nothing is sent
+        with pytest.raises(ValueError, match="confirm='erin'"):
+            erin.erase_user_data(confirm="eri")
+        assert erin.get_user_erasure().status == "none"
+        # When it is confirmed
+        receipt = erin.erase_user_data(confirm="erin", timeout=60)
+        # Then the receipt says what was erased, and nothing of the user is left
+        assert (receipt.status, receipt.requested_by) == ("done", "erin")
+        assert receipt.counts["items"] > 0
+        assert erin.list_conversations().items == []
+        # And another user's data cannot be erased by them
+        with pytest.raises(AuthenticationError):
+            erin.erase_user_data("alice", confirm="alice")
+
+    async def in_async() -> tuple[UserExport, ErasureReceipt]:
+        async with AsyncChatHistoryClient(server.url, user_id="fern") as fern:
+            await fern.post_message("and mine")
+            export = await fern.export_user_data(timeout=60)
+            assert (await fern.read_user_export(export))["user_id"] == "fern"
+            saved = await fern.download_user_export(export, tmp_path / "fern.json.gz")
+            assert json.loads(gzip.decompress(saved.read_bytes()))["user_id"] == "fern"
+            return export, await fern.erase_user_data(confirm="fern", timeout=60)
+
+    export, receipt = asyncio.run(in_async())
+    assert export.counts == {"conversations": 1, "messages": 2}
+    assert receipt.done
+
+
+def test_prv4_waiting_on_a_job_stops_at_its_deadline_and_the_jwt_names_the_user() -> None:
+    """PRV-4: a job not done by the deadline raises JobNotDone carrying its last state (no request is
+    made for that); with a JWT and no user_id, the user is the token's `sub`."""
+    # Given a client with a JWT whose subject is "sam" (never sent: the deadline is already past)
+    payload = base64.urlsafe_b64encode(json.dumps({"sub": "sam"}).encode()).decode().rstrip("=")
+    with ChatHistoryClient("http://127.0.0.1:9", token=f"e30.{payload}.sig") as client:
+        queued = UserExport(export_id="e1", user_id="sam", status="queued")
+        # When it waits on a queued export for no time at all
+        with pytest.raises(JobNotDone) as late:
+            client.wait_user_export(queued, timeout=0)
+        # Then the error carries the last state
+        assert late.value.job is queued
+        # And an erasure of someone else's id typed as confirmation is refused before any request
+        with pytest.raises(ValueError, match="confirm='sam'"):
+            client.erase_user_data(confirm="alice")

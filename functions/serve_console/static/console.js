@@ -72,6 +72,7 @@ const state = {
   view: "chat",
   inspecting: false,
   outbox: { busy: false, queue: [], generation: 0 }, // messages on their way (CON-7)
+  dataJobs: 0, // bumped on sign-out: a job's polling for the previous user stops
   world: null,
 };
 
@@ -161,6 +162,7 @@ function signOut(message) {
   state.current = null;
   state.messages = [];
   state.world = null;
+  resetData();
   $("signin").hidden = false;
   $("views").hidden = true;
   $("who").hidden = true;
@@ -191,10 +193,11 @@ function showView(name) {
     if (button.dataset.view === name) button.setAttribute("aria-current", "page");
     else button.removeAttribute("aria-current");
   }
-  for (const view of ["chat", "turns", "usage", "worlds"]) $(`view-${view}`).hidden = view !== name;
+  for (const view of ["chat", "turns", "usage", "worlds", "data"]) $(`view-${view}`).hidden = view !== name;
   if (name === "turns") loadTurns().catch(fail);
   if (name === "usage") loadUsage().catch(fail);
   if (name === "worlds") loadWorlds().catch(fail);
+  if (name === "data") showData();
 }
 
 function fail(err) {
@@ -993,6 +996,135 @@ async function buildPrompt(event) {
   );
 }
 
+// ------------------------------------------------------------------ your data (PRV-1, PRV-2)
+
+/** Whose data: the dev-mode user id, or the JWT's subject (the API refuses anyone else's). */
+function me() {
+  return state.identity.user || state.identity.sub;
+}
+
+function userPath() {
+  return `/users/${encodeURIComponent(me())}`;
+}
+
+function resetData() {
+  state.dataJobs += 1;
+  $("export-status").textContent = "";
+  $("export-link").hidden = true;
+  $("export-link").removeAttribute("href");
+  $("export-btn").disabled = false;
+  $("erase-confirm").value = "";
+  $("erase-btn").disabled = true;
+  $("erase-status").textContent = "";
+  $("erase-receipt").hidden = true;
+}
+
+function showData() {
+  $("data-user").textContent = me();
+  $("erase-user").textContent = me();
+}
+
+function jobStatus(id, text, error = false) {
+  $(id).textContent = text;
+  $(id).classList.toggle("error", error);
+}
+
+/** `read()` until its answer is done, showing each state; polls less often as it waits. */
+async function untilDone(read, first, show) {
+  const generation = state.dataJobs;
+  let job = first;
+  let pause = 300;
+  while (job.status !== "done") {
+    show(job);
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    if (generation !== state.dataJobs) return null; // signed out meanwhile
+    pause = Math.min(pause * 1.5, 3000);
+    job = await read();
+  }
+  return job;
+}
+
+async function exportData() {
+  const button = $("export-btn");
+  button.disabled = true;
+  $("export-link").hidden = true;
+  jobStatus("export-status", "Starting the export…");
+  try {
+    const started = await api("POST", `${userPath()}/exports`);
+    const path = `${userPath()}/exports/${encodeURIComponent(started.export_id)}`;
+    const done = await untilDone(() => api("GET", path), started, (job) =>
+      jobStatus("export-status", `Export ${job.status}: writing the archive…`),
+    );
+    if (!done) return;
+    const counts = done.counts || {};
+    const minutes = Math.max(1, Math.round((done.expires_in || 900) / 60));
+    jobStatus(
+      "export-status",
+      `Export ready: ${num(counts.conversations)} conversations, ${num(counts.messages)} messages, ` +
+        `${num(done.bytes)} bytes. The link works for ${minutes} minutes.`,
+    );
+    const link = $("export-link");
+    link.href = done.url;
+    link.setAttribute("download", `chat-export-${done.export_id}.json.gz`);
+    link.hidden = false;
+  } catch (err) {
+    jobStatus("export-status", `Export failed: ${err.message}`, true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function confirmTyped() {
+  return $("erase-confirm").value.trim() === me();
+}
+
+function receiptRows(receipt) {
+  const c = receipt.counts || {};
+  const rows = [
+    ["User", receipt.user_id],
+    ["Asked by", receipt.requested_by],
+    ["Asked at", when(receipt.requested_at)],
+    ["Finished at", when(receipt.finished_at)],
+    ["Items erased", num(c.items)],
+    ["Files erased", num(c.objects)],
+    ["Passes", num(c.passes)],
+  ];
+  return rows.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", { text: value || "–" })]);
+}
+
+async function eraseData(event) {
+  event.preventDefault();
+  if (!confirmTyped()) {
+    jobStatus("erase-status", `Type ${me()} to confirm.`, true);
+    return;
+  }
+  $("erase-btn").disabled = true;
+  $("erase-confirm").disabled = true;
+  $("erase-receipt").hidden = true;
+  jobStatus("erase-status", "Starting the erasure…");
+  try {
+    const started = await api("POST", `${userPath()}/erasure`);
+    const done = await untilDone(() => api("GET", `${userPath()}/erasure`), started, (job) =>
+      jobStatus(
+        "erase-status",
+        `Erasing (${job.status}, ${job.phase || "queued"}): ${num((job.counts || {}).items)} items so far…`,
+      ),
+    );
+    if (!done) return;
+    jobStatus("erase-status", "Your data is erased. The receipt:");
+    $("erase-receipt").replaceChildren(...receiptRows(done));
+    $("erase-receipt").hidden = false;
+    $("erase-confirm").value = "";
+    closeConversation();
+    reloadConversations();
+  } catch (err) {
+    jobStatus("erase-status", `Erasure failed: ${err.message}`, true);
+  } finally {
+    $("erase-confirm").disabled = false;
+    $("erase-btn").disabled = !confirmTyped();
+  }
+}
+
 // ------------------------------------------------------------------ wiring
 
 function wire() {
@@ -1024,6 +1156,11 @@ function wire() {
   $("world-form").addEventListener("submit", (e) => openWorld(e).catch(fail));
   $("history-btn").addEventListener("click", () => showHistory().catch(fail));
   $("prompt-form").addEventListener("submit", (e) => buildPrompt(e).catch(fail));
+  $("export-btn").addEventListener("click", () => exportData());
+  $("erase-confirm").addEventListener("input", () => {
+    $("erase-btn").disabled = !confirmTyped();
+  });
+  $("erase-form").addEventListener("submit", (e) => eraseData(e));
   new IntersectionObserver((seen) => {
     if (seen.some((s) => s.isIntersecting)) loadMoreConversations();
   }).observe($("conv-more"));
