@@ -4,9 +4,10 @@ For each architecture the template's Architecture parameter allows, `make build`
 value to the template and to the layer's wheel selection) builds every function and the layer into a
 temporary folder. Every compiled file in the build must be for that architecture: a layer of the other
 one builds cleanly and then fails every import. For this machine's architecture, each handler is also
-imported from the built artifacts in a fresh interpreter whose path holds only the function's folder and
+imported from the built artifacts in an interpreter whose path holds only the function's folder and
 the layer's `python/` folder (Lambda's /var/task and /opt/python) and the standard library: no dev venv,
-no site-packages, no PYTHON* variables. Selected with `-m build` (`make test-build`).
+no site-packages, no PYTHON* variables (a child forked per function from one that loaded the shared
+libraries from the layer). Selected with `-m build` (`make test-build`).
 """
 
 from __future__ import annotations
@@ -104,27 +105,60 @@ def test_the_build_holds_only_compiled_code_for_its_architecture(built: tuple[st
 # Lambda's bootstrap, reduced: sys.path is the task folder, the layer and the standard library; the
 # handler's module is imported by name and its function looked up. Every module loaded must come from
 # those folders (the stdlib entries are the interpreter's own, with -I -S: no site-packages at all).
+# One interpreter imports the libraries every function shares (from the layer alone, before any
+# function's folder is on the path), then forks a child per function, which takes the function's
+# environment and imports its handler: a fresh interpreter a function cost a second of CPU, mostly in
+# importing the same libraries 50 times. The children report one JSON line each on stdout.
 IMPORT_CHECK = """
-import importlib, json, sys
-function_dir, layer_dir, handler = sys.argv[1:4]
+import importlib, json, os, sys, time, traceback
+layer_dir = sys.argv[1]
+functions = json.load(sys.stdin)
 stdlib = [p for p in sys.path if p]
-sys.path[:] = [function_dir, layer_dir, *stdlib]
-module_name, _, attribute = handler.rpartition(".")
-module = importlib.import_module(module_name.replace("/", "."))
-if not callable(getattr(module, attribute, None)):
-    sys.exit(f"{handler}: {attribute} is not a callable of {module.__file__}")
-def allowed(path):
+sys.path[:] = [layer_dir, *stdlib]
+for shared in SHARED:
+    importlib.import_module(shared)
+
+def allowed(path, function_dir):
     if path.startswith((function_dir + "/", layer_dir + "/")):
         return True
     return path.startswith(tuple(p + "/" for p in stdlib)) and "/site-packages/" not in path
-elsewhere = sorted(
-    f"{name} ({m.__file__})" for name, m in list(sys.modules.items())
-    if getattr(m, "__file__", None) and not allowed(m.__file__)
-)
-if elsewhere:
-    sys.exit("loaded from outside the function, the layer and the stdlib: " + ", ".join(elsewhere))
-print(json.dumps({"chat_core": getattr(sys.modules.get("chat_core"), "__file__", None)}))
-"""
+
+def check(function_dir, handler, env):
+    os.environ.clear()
+    os.environ.update(env)
+    time.tzset()
+    sys.path[:] = [function_dir, layer_dir, *stdlib]
+    module_name, _, attribute = handler.rpartition(".")
+    module = importlib.import_module(module_name.replace("/", "."))
+    if not callable(getattr(module, attribute, None)):
+        return f"{handler}: {attribute} is not a callable of {module.__file__}"
+    elsewhere = sorted(
+        f"{name} ({m.__file__})" for name, m in list(sys.modules.items())
+        if getattr(m, "__file__", None) and not allowed(m.__file__, function_dir)
+    )
+    if elsewhere:
+        return "loaded from outside the function, the layer and the stdlib: " + ", ".join(elsewhere)
+    return None
+
+for function in functions:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            error = check(function["dir"], function["handler"], function["env"])
+            answer = {"error": error, "traceback": ""}
+        except BaseException as exc:
+            answer = {"error": repr(exc), "traceback": traceback.format_exc()}
+        answer["chat_core"] = getattr(sys.modules.get("chat_core"), "__file__", None)
+        os.write(write, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = json.loads(pipe.read() or b'{"error": "the child died", "traceback": ""}')
+    os.waitpid(pid, 0)
+    print(json.dumps({"id": function["id"], **answer}), flush=True)
+""".replace("SHARED", repr(("pydantic", "botocore.session", "botocore.client", "pynamodb.models", "httpx")))
 
 
 def test_every_handler_imports_from_the_built_artifacts(built: tuple[str, Path]) -> None:
@@ -140,33 +174,51 @@ def test_every_handler_imports_from_the_built_artifacts(built: tuple[str, Path])
     functions = load_template(build_dir / "template.yaml", region=REGION, table_name="chat-history").functions
     assert len(functions) >= 10, f"only {sorted(functions)} in the built template"
     failures = []
-    for spec in functions.values():
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "LANG": "en_US.UTF-8",
-            "TZ": ":UTC",
-            "AWS_REGION": REGION,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
-            "AWS_LAMBDA_FUNCTION_NAME": spec.logical_id,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
-            "LAMBDA_TASK_ROOT": str(spec.code_uri),
-            "_HANDLER": spec.handler,
-            **spec.environment,
+    base = {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "en_US.UTF-8",
+        "TZ": ":UTC",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+    }
+    requests = [
+        {
+            "id": spec.logical_id,
+            "dir": str(spec.code_uri),
+            "handler": spec.handler,
+            "env": {
+                **base,
+                "AWS_LAMBDA_FUNCTION_NAME": spec.logical_id,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+                "LAMBDA_TASK_ROOT": str(spec.code_uri),
+                "_HANDLER": spec.handler,
+                **spec.environment,
+            },
         }
-        result = subprocess.run(
-            [python, "-I", "-S", "-c", IMPORT_CHECK, str(spec.code_uri), str(layer), spec.handler],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if result.returncode != 0:
-            error = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
-            failures.append((f"{spec.logical_id} ({spec.handler}): {error}", result.stderr[-2000:]))
+        for spec in functions.values()
+    ]
+    result = subprocess.run(
+        [python, "-I", "-S", "-c", IMPORT_CHECK, str(layer)],
+        input=json.dumps(requests),
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    answers = {a["id"]: a for a in map(json.loads, result.stdout.splitlines())}
+    assert set(answers) == set(functions), (
+        f"no answer for {set(functions) - set(answers)}:\n{result.stderr[-3000:]}"
+    )
+    for spec in functions.values():
+        answer = answers[spec.logical_id]
+        if answer["error"] is not None:
+            failures.append(
+                (f"{spec.logical_id} ({spec.handler}): {answer['error']}", answer["traceback"][-2000:])
+            )
             continue
-        origin = json.loads(result.stdout.strip().splitlines()[-1])["chat_core"]
+        origin = answer["chat_core"]
         if origin is None and spec.logical_id == HOOK:
             # The pre-traffic hook (OPS-7) runs the smoke test with boto3 alone, no chat_core.
             continue
