@@ -21,3 +21,38 @@ os.environ.setdefault("POWERTOOLS_DEV", "false")
 from chat_local.botocore_data import share_botocore_data
 
 share_botocore_data()
+
+
+def _share_clients() -> None:
+    """One botocore client per (service, region, endpoint, credentials, configuration) in a test process.
+
+    Every test builds a fresh runtime (`tests/support/runtime.py`), and each runtime built its own
+    clients: tens of milliseconds of CPU each, a large share of a short test's cost. Clients hold no state
+    of a test (moto's hook is on every client; the runtime's `close()` only drops pooled connections, which
+    a later call opens again), so tests share them as a warm Lambda container shares its own.
+    """
+    import threading
+
+    import botocore.session
+
+    original = botocore.session.Session.create_client
+    made: dict[tuple[object, ...], object] = {}
+    lock = threading.Lock()
+
+    def shared(self: botocore.session.Session, service_name: str, *args: object, **kwargs: object) -> object:
+        config = kwargs.get("config")
+        options = sorted((getattr(config, "_user_provided_options", None) or {}).items(), key=repr)
+        others = sorted((k, v) for k, v in kwargs.items() if k != "config")
+        key = (service_name, args, repr(others), repr(options))
+        with lock:
+            client = made.get(key)
+        if client is None:
+            client = original(self, service_name, *args, **kwargs)
+            with lock:
+                made.setdefault(key, client)
+        return client
+
+    botocore.session.Session.create_client = shared  # type: ignore[method-assign]
+
+
+_share_clients()
