@@ -21,7 +21,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: redrive help venv sam-venv template events permissions test test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
+.PHONY: redrive help venv sam-venv template events permissions test test-cpu test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -125,6 +125,10 @@ screenshots: venv ## retake the console screenshots docs/console.md shows (docs/
 # venv, nothing byte-compiled. STRESS_PYTEST_ARGS narrows a round, e.g. to one test file with --count N.
 STRESS_ROUNDS ?= 3
 STRESS_PYTEST_ARGS ?= $(PYTEST_PARALLEL) -q -p no:cacheprovider
+test-cpu: venv ## the suite as `make unit`, then the 25 test files that cost the most CPU (their own and their subprocesses')
+	@out=$$(mktemp); CPU_BY_FILE=$$out $(VENV)/bin/pytest $(PYTEST_PARALLEL) -p tests.support.cpu_by_file; \
+	status=$$?; $(PY) -m tests.support.cpu_by_file $$out; rm -f $$out; exit $$status
+
 test-stress: venv ## the whole pytest suite (as `make unit`) 3 times (STRESS_ROUNDS), each in a fresh clone of HEAD, while another process keeps one core busy
 	$(PY) scripts/run_under_load.py --rounds $(STRESS_ROUNDS) --busy 1 --fresh-clone . -- $(VENV)/bin/pytest $(STRESS_PYTEST_ARGS)
 
