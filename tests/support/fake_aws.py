@@ -56,3 +56,12 @@ def _share_clients() -> None:
 
 
 _share_clients()
+
+
+def bytecode_env() -> dict[str, str]:
+    """For a child interpreter whose environment a test builds from nothing: the run's bytecode cache
+    (PYTHONPYCACHEPREFIX, as the Makefile sets it) when there is one, else no bytecode written (never a
+    __pycache__ beside the sources). Which modules load does not depend on it; the CPU of compiling the
+    same sources in every child does."""
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX")
+    return {"PYTHONPYCACHEPREFIX": prefix} if prefix else {"PYTHONDONTWRITEBYTECODE": "1"}

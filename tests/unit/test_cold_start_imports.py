@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from scripts.template_operations import HOOK_FOLDER
+from tests.support.fake_aws import bytecode_env
 
 REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
@@ -87,7 +88,7 @@ def _lambda_env(function: str, **extra: str) -> dict[str, str]:
         "TABLE_NAME": "chat-history",
         "POWERTOOLS_SERVICE_NAME": "chat-history",
         "POWERTOOLS_METRICS_NAMESPACE": "ChatHistory",
-        "PYTHONDONTWRITEBYTECODE": "1",
+        **bytecode_env(),
         # This checkout's layer, as /opt/python is in Lambda (ahead of any installed copy).
         "PYTHONPATH": str(REPO / "layers" / "chat_core"),
     }

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.fake_aws import bytecode_env
+
 REPO = Path(__file__).resolve().parents[2]
 DEFERRED = (
     "aws_lambda_powertools.event_handler",
@@ -39,7 +41,7 @@ def _python(code: str, *args: str, cwd: Path = REPO) -> object:
         "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
         "TABLE_NAME": "chat-history",
         "POWERTOOLS_TRACE_DISABLED": "true",
-        "PYTHONDONTWRITEBYTECODE": "1",
+        **bytecode_env(),
         "PYTHONPATH": os.pathsep.join([str(REPO / "layers" / "chat_core"), str(REPO)]),
     }
     done = subprocess.run(
