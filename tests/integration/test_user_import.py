@@ -6,6 +6,7 @@ worker killed half-way and delivered again leaves one copy of each conversation.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import zipfile
@@ -14,13 +15,23 @@ from typing import Any
 from urllib.parse import quote
 
 import boto3
+import botocore.client
 import pytest
 from chat_core.privacy import import_run
 
-from tests.integration.test_user_erasure import BOB, BUCKET, lived_a_little, run_queue, storage  # noqa: F401
+from functions.routes import BY_FOLDER
+from tests.integration.test_user_erasure import (  # noqa: F401
+    BOB,
+    BUCKET,
+    erasure_call,
+    lived_a_little,
+    run_queue,
+    storage,
+)
 from tests.integration.test_user_export import export_call
 from tests.support import events
 from tests.support import functions as api
+from tests.support.lambda_context import LambdaContext
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -276,3 +287,72 @@ def test_prv3_only_the_user_or_an_administrator_may_import_and_a_start_needs_the
     assert import_call("GET", "hal", "0" * 32, user="hal").status == 404
     assert job["upload"]["method"] == "PUT"
     assert job["upload"]["expires_in"] == 3600
+
+
+def test_prv3_the_import_functions_make_only_the_calls_their_roles_grant(
+    storage: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OPS-1, PRV-3: Given an import asked for, started and read through the route, and run by the worker's
+    handler from an SQS batch, Then every DynamoDB, S3 and SQS action each made is one its route-table
+    entry grants (the upload URL is signed with the route's role: PutObject)."""
+    made: dict[str, set[str]] = {"user_imports": set(), "run_user_job": set()}
+    current: list[str] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def record(self: Any, operation: str, params: Any) -> Any:
+        service = self.meta.service_model.service_name
+        if current and service in ("dynamodb", "s3", "sqs"):
+            made[current[-1]].add(f"{service}:{ {'HeadObject': 'GetObject'}.get(operation, operation) }")
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    current.append("user_imports")
+    job = import_call("POST", "ivy", user="ivy").body
+    made["user_imports"].add("s3:PutObject")  # the presigned PUT: signed, not sent
+    current.clear()
+    upload(job, SAMPLE.read_bytes())
+    current.append("user_imports")
+    assert import_call("POST", "ivy", job["import_id"], "start", user="ivy").status == 202
+    current.clear()
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    got = sqs.receive_message(QueueUrl=storage)["Messages"][0]
+    current.append("run_user_job")
+    record_ = {
+        "messageId": got["MessageId"],
+        "body": got["Body"],
+        "eventSource": "aws:sqs",
+        "receiptHandle": "r",
+    }
+    record_ |= {"attributes": {}, "messageAttributes": {}, "md5OfBody": "", "awsRegion": "us-east-1"}
+    record_["eventSourceARN"] = "arn:aws:sqs:us-east-1:123456789012:q"
+    answer = api.load("run_user_job").lambda_handler(
+        {"Records": [record_]}, LambdaContext(function_name="run_user_job")
+    )
+    assert answer == {"batchItemFailures": []}
+    current[:] = ["user_imports"]
+    assert import_call("GET", "ivy", job["import_id"], user="ivy").body["status"] == "done"
+    current.clear()
+
+    for folder, actions in made.items():
+        granted = BY_FOLDER[folder].actions
+        assert actions <= granted, f"{folder}: {sorted(actions - granted)} not granted"
+    assert "dynamodb:BatchWriteItem" in made["run_user_job"]
+    assert "s3:GetObject" in made["run_user_job"]
+
+
+def test_prv1_an_erasure_erases_the_users_import_jobs_and_uploads(storage: str) -> None:  # noqa: F811
+    """PRV-1, PRV-3: Given Jon's finished import (its job, its upload, its conversations), When Jon is
+    erased, Then no import job, uploaded file or imported conversation of his is left."""
+    job = imported("jon", SAMPLE.read_bytes(), storage)
+    assert job["status"] == "done"
+    digest = hashlib.sha256(b"jon").hexdigest()[:32]
+    s3 = boto3.client("s3", region_name="us-east-1")
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=f"u/{digest}/imports/").get("KeyCount") == 1
+
+    erasure_call("POST", "jon", user="jon")
+    run_queue(storage)
+
+    assert import_call("GET", "jon", job["import_id"], user="jon").status == 404
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=f"u/{digest}/").get("KeyCount") == 0
+    assert conversations_of("jon") == []

@@ -188,16 +188,12 @@ def _conversation(number: int, conversation: GptConversation, seed: str, default
     for key, above in kept:
         kept_children.setdefault(above, []).append(key)
 
-    def is_call(key: str) -> bool:
-        message = mapping[key].message
-        assert message is not None
-        addressed = message.author.role == "assistant" and message.recipient not in (None, "all")
-        return addressed and any(_message(k).author.role == "tool" for k in kept_children.get(key, []))
+    said = {key: m for key, _ in kept if (m := mapping[key].message) is not None}
 
-    def _message(key: str) -> GptMessage:
-        found = mapping[key].message
-        assert found is not None
-        return found
+    def is_call(key: str) -> bool:
+        message = said[key]
+        addressed = message.author.role == "assistant" and message.recipient not in (None, "all")
+        return addressed and any(said[k].author.role == "tool" for k in kept_children.get(key, []))
 
     items: list[tuple[str, str, dict[str, Any]]] = []
     model = default_model
@@ -206,7 +202,7 @@ def _conversation(number: int, conversation: GptConversation, seed: str, default
     branched = False
     pending: list[dict[str, Any]] = []
     for key, above in kept:
-        message = _message(key)
+        message = said[key]
         seq = seq_of[key]
         parent = seq_of[above] if above is not None else 0
         text = _text(message)
