@@ -59,8 +59,9 @@ def user_data(rec: Recorder) -> None:
         user=USER,
         path={**where, "export_id": "nope"},
     )
-    job = rec.call("POST", "/users/{user_id}/imports", "an import job and its upload URL", user=USER, path=where)
-    rec.call("POST", "/users/{user_id}/imports", "an import into another user's account: 403", user=BOB, path=where)
+    imports = "/users/{user_id}/imports"
+    job = rec.call("POST", imports, "an import job and its upload URL", user=USER, path=where)
+    rec.call("POST", imports, "an import into another user's account: 403", user=BOB, path=where)
     imported = {**where, "import_id": str(job.json().get("import_id", "missing"))}
     rec.call(
         "POST",
@@ -70,7 +71,8 @@ def user_data(rec: Recorder) -> None:
         path=imported,
     )
     upload = job.json().get("upload") or {}
-    assert httpx.put(str(upload.get("url")), content=CHATGPT_SAMPLE.read_bytes(), timeout=30).status_code == 200
+    uploaded = httpx.put(str(upload.get("url")), content=CHATGPT_SAMPLE.read_bytes(), timeout=30)
+    assert uploaded.status_code == 200
     rec.call(
         "POST",
         "/users/{user_id}/imports/{import_id}/start",

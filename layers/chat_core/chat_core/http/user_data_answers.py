@@ -55,7 +55,7 @@ class ExportOut(AnswerModel):
     expires_in: int | None = None
 
 
-class ImportUploadOut(AnswerModel):
+class UserImportUploadOut(AnswerModel):
     """Where to PUT the file: `url` presigned for `expires_in` seconds; send the file as the body (raw,
     gzip or zip), no other header needed; at most `max_bytes` of JSON once decompressed."""
 
@@ -65,7 +65,7 @@ class ImportUploadOut(AnswerModel):
     max_bytes: int
 
 
-class ImportProgressOut(AnswerModel):
+class UserImportProgressOut(AnswerModel):
     """How far the worker is: conversations and messages written (not yet visible) out of the file's,
     and conversations published (visible)."""
 
@@ -76,7 +76,7 @@ class ImportProgressOut(AnswerModel):
     published: int
 
 
-class ImportErrorOut(AnswerModel):
+class UserImportErrorOut(AnswerModel):
     """Why the file was refused: `path` a JSON pointer into the file ("" for the file itself), `errors`
     the first ten problems, each with its pointer."""
 
@@ -86,7 +86,7 @@ class ImportErrorOut(AnswerModel):
     errors: list[dict[str, str]] | None = None
 
 
-class ImportOut(AnswerModel):
+class UserImportOut(AnswerModel):
     """PRV-3: an import job: `awaiting_upload` (PUT the file to `upload.url`, then start it), `queued`,
     `running`, `done` (with the ids of the conversations made) or `failed` (with `error`; nothing of the
     file was imported)."""
@@ -100,7 +100,7 @@ class ImportOut(AnswerModel):
     finished_at: str | None = None
     format: Literal["chat-history.user-export", "chatgpt"] | None = None
     bytes: int | None = None
-    progress: ImportProgressOut | None = None
+    progress: UserImportProgressOut | None = None
     conversation_ids: list[str] | None = None
-    error: ImportErrorOut | None = None
-    upload: ImportUploadOut | None = None
+    error: UserImportErrorOut | None = None
+    upload: UserImportUploadOut | None = None
