@@ -1,5 +1,7 @@
-"""PRV-1/2: what erasing and exporting a user of 10,000 messages costs: DynamoDB and S3 calls, request
-units, seconds (moto in-process: the seconds are this machine's CPU, not DynamoDB's latency).
+"""PRV-1..3: what erasing, exporting and importing a user of 10,000 messages costs: DynamoDB and S3 calls,
+request units, seconds (moto in-process: the seconds are this machine's CPU, not DynamoDB's latency). The
+import rows import the export into a fresh user, and a ChatGPT export of as many messages (conversations
+of 100, linear), each run by the worker once the file is uploaded.
 
     .venv/bin/python -m bench.user_data [--messages 10000] [--others 0]
 
@@ -25,6 +27,34 @@ from moto import mock_aws
 from bench.dynamodb_meter import MOTO_ENV
 
 TABLE, BUCKET, PER_APPEND = "chat-history-bench-prv", "blobs-bench-prv", 30
+
+
+def _chatgpt(messages: int) -> bytes:
+    """A ChatGPT conversations.json of `messages` messages in linear conversations of 100."""
+    conversations, n = [], 0
+    while n < messages:
+        size = min(100, messages - n)
+        mapping: dict[str, Any] = {
+            "root": {"id": "root", "parent": None, "children": ["m0"], "message": None}
+        }
+        for i in range(size):
+            role = "user" if i % 2 == 0 else "assistant"
+            mapping[f"m{i}"] = {
+                "id": f"m{i}",
+                "parent": "root" if i == 0 else f"m{i - 1}",
+                "children": [f"m{i + 1}"] if i < size - 1 else [],
+                "message": {
+                    "author": {"role": role},
+                    "create_time": 1.7e9 + i,
+                    "content": {"content_type": "text", "parts": [f"message {i} " * 20]},
+                    "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
+                },
+            }
+        conversations.append(
+            {"title": f"c{n}", "create_time": 1.7e9, "mapping": mapping, "current_node": f"m{size - 1}"}
+        )
+        n += size
+    return json.dumps(conversations).encode()
 
 
 def _fill(owner: str, messages: int) -> None:
@@ -127,11 +157,27 @@ def main() -> None:
         global ITEM_BYTES
         ITEM_BYTES = max(1, sum(sizes) // max(1, len(sizes)))
 
-        from chat_core.privacy import erasure, export
+        from chat_core.privacy import erasure, export, import_run, imports
+
+        s3 = boto3.client("s3", region_name="us-east-1")
+
+        def import_file(owner: str, data: bytes) -> dict[str, Any]:
+            job = imports.request_import(owner, owner, admin=False)
+            s3.put_object(
+                Bucket=BUCKET, Key=f"{imports.blobs.user_prefix(owner)}imports/{job['import_id']}", Body=data
+            )
+            return imports.start_import(owner, owner, job["import_id"], admin=False)
+
+        def archive() -> bytes:
+            key = f"{imports.blobs.user_prefix('alice')}exports/"
+            listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=key)["Contents"]
+            return bytes(s3.get_object(Bucket=BUCKET, Key=listed[0]["Key"])["Body"].read())
 
         rows = []
         for name, step in (
             ("export", lambda: (export.request_export("alice", "alice", admin=False), "export")),
+            ("import (the export)", lambda: (import_file("carol", archive()), "carol")),
+            ("import (ChatGPT)", lambda: (import_file("dave", _chatgpt(args.messages)), "dave")),
             ("erasure", lambda: (erasure.request_erasure("alice", "alice", admin=False), "erasure")),
         ):
             job, kind = step()
@@ -139,8 +185,11 @@ def main() -> None:
                 began = time.perf_counter()
                 if kind == "export":
                     export.run_export("alice", job["export_id"])
-                else:
+                elif kind == "erasure":
                     erasure.run_erasure("alice")
+                else:
+                    done = import_run.run_import(kind, job["import_id"])
+                    assert done["status"] == "done", done
                 seconds = time.perf_counter() - began
             rows.append(
                 (
