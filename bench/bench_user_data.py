@@ -1,4 +1,4 @@
-"""`make bench`'s section on a user's data (PRV-1, PRV-2): exporting and erasing a user of 10,000 messages
+"""`make bench`'s section on a user's data (PRV-1..3): exporting, importing and erasing a user of 10,000 messages
 (bench/user_data.py does the filling and metering; `python -m bench.user_data` runs it alone)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def run() -> list[Section]:
         )
     return [
         {
-            "title": f"A user's export and erasure: {MESSAGES:,} messages in conversations of 100",
+            "title": f"A user's export, import and erasure: {MESSAGES:,} messages in conversations of 100",
             "columns": [
                 "job",
                 "calls",

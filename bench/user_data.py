@@ -1,5 +1,7 @@
-"""PRV-1/2: what erasing and exporting a user of 10,000 messages costs: DynamoDB and S3 calls, request
-units, seconds (moto in-process: the seconds are this machine's CPU, not DynamoDB's latency).
+"""PRV-1..3: what erasing, exporting and importing a user of 10,000 messages costs: DynamoDB and S3 calls,
+request units, seconds (moto in-process: the seconds are this machine's CPU, not DynamoDB's latency). The
+import rows import the export into a fresh user, and a ChatGPT export of as many messages (conversations
+of 100, linear), each run by the worker once the file is uploaded.
 
     .venv/bin/python -m bench.user_data [--messages 10000] [--others 3000]
 
@@ -13,6 +15,7 @@ written again under new ids). `make bench` runs it at 10,000 (bench/bench_user_d
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -30,6 +33,34 @@ TABLE, BUCKET, PER_APPEND, PER_CONVERSATION = "chat-history-bench-prv", "blobs-b
 USER = "bench-heavy-user"
 #: Other users' messages, spread over OTHER_USERS users: the erasure's Scan reads the whole table.
 OTHERS, OTHER_USERS = 3_000, 3
+
+
+def _chatgpt(messages: int) -> bytes:
+    """A ChatGPT conversations.json of `messages` messages in linear conversations of 100."""
+    conversations, n = [], 0
+    while n < messages:
+        size = min(100, messages - n)
+        mapping: dict[str, Any] = {
+            "root": {"id": "root", "parent": None, "children": ["m0"], "message": None}
+        }
+        for i in range(size):
+            role = "user" if i % 2 == 0 else "assistant"
+            mapping[f"m{i}"] = {
+                "id": f"m{i}",
+                "parent": "root" if i == 0 else f"m{i - 1}",
+                "children": [f"m{i + 1}"] if i < size - 1 else [],
+                "message": {
+                    "author": {"role": role},
+                    "create_time": 1.7e9 + i,
+                    "content": {"content_type": "text", "parts": [f"message {i} " * 20]},
+                    "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
+                },
+            }
+        conversations.append(
+            {"title": f"c{n}", "create_time": 1.7e9, "mapping": mapping, "current_node": f"m{size - 1}"}
+        )
+        n += size
+    return json.dumps(conversations).encode()
 
 
 def _first_conversation(owner: str) -> str:
@@ -175,17 +206,37 @@ def _measure(messages: int, others: int) -> dict[str, Any]:
     global ITEM_BYTES
     ITEM_BYTES = max(1, sum(sizes) // max(1, len(sizes)))
 
-    from chat_core.privacy import erasure, export
+    from chat_core.privacy import erasure, export, import_run, imports
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+
+    def uploaded(owner: str, data: bytes) -> str:
+        job = imports.request_import(owner, owner, admin=False)
+        key = f"{imports.blobs.user_prefix(owner)}imports/{job['import_id']}"
+        s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+        imports.start_import(owner, owner, job["import_id"], admin=False)
+        return str(job["import_id"])
+
+    def archive() -> bytes:
+        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{imports.blobs.user_prefix(USER)}exports/")
+        return bytes(s3.get_object(Bucket=BUCKET, Key=listed["Contents"][0]["Key"])["Body"].read())
 
     rows = []
-    for name in ("export", "erasure"):
+    for name in ("export", "import (the export)", "import (ChatGPT)", "erasure"):
         if name == "export":
             job_id = export.request_export(USER, USER, admin=False)["export_id"]
-        else:
+            run = functools.partial(export.run_export, USER, job_id)
+        elif name == "erasure":
             erasure.request_erasure(USER, USER, admin=False)
+            run = functools.partial(erasure.run_erasure, USER)
+        else:
+            owner = "bench-import-archive" if name == "import (the export)" else "bench-import-chatgpt"
+            data = archive() if owner == "bench-import-archive" else _chatgpt(messages)
+            import_id = uploaded(owner, data)
+            run = functools.partial(import_run.run_import, owner, import_id)
         with Meter() as meter:
             began = time.perf_counter()
-            result = export.run_export(USER, job_id) if name == "export" else erasure.run_erasure(USER)
+            result = run()
             seconds = time.perf_counter() - began
         assert result["status"] == "done", result
         rows.append(

@@ -949,6 +949,25 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
     ),
     Function(
+        name="UserImports",
+        folder="user_imports",
+        operation="POST /users/{user_id}/imports (an import job, a presigned PUT URL), POST .../{import_id}/start (queue or resume it), GET .../{import_id} (status, progress, the error; PRV-3)",
+        http=(
+            HttpRoute("POST", "/users/{user_id}/imports"),
+            HttpRoute("POST", "/users/{user_id}/imports/{import_id}/start", event="Start"),
+            HttpRoute("GET", "/users/{user_id}/imports/{import_id}", event="Get"),
+        ),
+        grants=(
+            Grant(("dynamodb:GetItem", "dynamodb:PutItem"), "table", "The import's job item (PRV-3)."),
+            Grant(
+                ("s3:PutObject", "s3:GetObject"),
+                "blobs",
+                "PRV-3: the upload's presigned PUT is signed with this role; the start checks the upload (HeadObject).",
+            ),
+            Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
+        ),
+    ),
+    Function(
         name="RunUserJob",
         folder="run_user_job",
         operation="SQS worker of a user's erasure, export and import jobs (resumable; re-queues itself; PRV-1..3)",
@@ -967,14 +986,14 @@ FUNCTIONS: tuple[Function, ...] = (
                     "dynamodb:BatchWriteItem",
                 ),
                 "table",
-                "PRV-1: the erasure's filtered Scan of the owner's keys (the service's one Scan) and their deletes; the idempotency records of the owner's conversations (Query, BatchGetItem); the job items. PRV-2: the export's Queries of the owner's partitions.",
+                "PRV-1: the erasure's filtered Scan of the owner's keys (the service's one Scan) and their deletes; the idempotency records of the owner's conversations (Query, BatchGetItem); the job items. PRV-2: the export's Queries of the owner's partitions. PRV-3: the import's items (BatchWriteItem puts).",
             ),
             Grant(("dynamodb:Query",), "index", "PRV-2: the owner's conversations (the listing index)."),
             Grant(("s3:ListBucket",), "bucket", "PRV-1: the owner's prefixes, listed and deleted."),
             Grant(
-                ("s3:DeleteObject", "s3:PutObject"),
+                ("s3:DeleteObject", "s3:PutObject", "s3:GetObject"),
                 "blobs",
-                "PRV-1: the owner's objects deleted; PRV-2: the archive written.",
+                "PRV-1: the owner's objects deleted; PRV-2: the archive written; PRV-3: the uploaded file read.",
             ),
             Grant(("sqs:SendMessage",), "queue:UserDataQueue"),
         ),

@@ -158,6 +158,7 @@ HTTP: dict[str, dict[str, Any]] = {
     "start_import": {"path": {"world_id": "save2", "job_id": JOB}},
     "user_erasure": {"path": {"user_id": "alice"}},
     "user_exports": {"path": {"user_id": "alice"}},
+    "user_imports": {"path": {"user_id": "alice"}},
     "get_import": {"path": {"world_id": "save2", "job_id": JOB}},
     "import_world": {
         "path": {"world_id": "save2"},

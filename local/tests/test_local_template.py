@@ -67,9 +67,14 @@ def test_every_spec_route_of_the_project_template_is_served() -> None:
             "POST /memory/items/search",
             "POST /memory/items/namespaces",
         },
-        # PRV-1, PRV-2: a user's data, erased or exported as jobs.
+        # PRV-1..3: a user's data, erased, exported or imported as jobs.
         "UserErasureFunction": {"POST /users/{user_id}/erasure", "GET /users/{user_id}/erasure"},
         "UserExportsFunction": {"POST /users/{user_id}/exports", "GET /users/{user_id}/exports/{export_id}"},
+        "UserImportsFunction": {
+            "POST /users/{user_id}/imports",
+            "POST /users/{user_id}/imports/{import_id}/start",
+            "GET /users/{user_id}/imports/{import_id}",
+        },
     }
 
 

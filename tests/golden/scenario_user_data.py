@@ -1,15 +1,18 @@
-"""The golden scenario, a user's data (PRV-1, PRV-2): an export and an erasure requested and read back,
-with their typical errors (see test_golden_answers.py). Its own user, and last, since it erases."""
+"""The golden scenario, a user's data (PRV-1..3): an export, an import (ChatGPT's conversations.json through
+a presigned upload) and an erasure requested and read back, with their typical errors (see
+test_golden_answers.py). Its own user, and last, since it erases."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import httpx
 
 from tests.golden.recording import ADMIN_GROUP, BOB, Recorder
 
 USER = "dora"
+CHATGPT_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "chatgpt" / "conversations.json"
 
 
 def _until_done(rec: Recorder, path: str) -> None:
@@ -17,7 +20,7 @@ def _until_done(rec: Recorder, path: str) -> None:
     the worker; fails after a minute."""
     deadline = time.monotonic() + 60.0
     with httpx.Client(base_url=rec.url, headers={"X-User-Id": USER}, timeout=10.0) as client:
-        while (status := client.get(path).json().get("status")) != "done":
+        while (status := client.get(path).json().get("status")) not in ("done", "failed"):
             assert time.monotonic() < deadline, f"{path} still {status!r} after a minute"
             time.sleep(0.1)
 
@@ -55,6 +58,37 @@ def user_data(rec: Recorder) -> None:
         "an unknown export: 404",
         user=USER,
         path={**where, "export_id": "nope"},
+    )
+    imports = "/users/{user_id}/imports"
+    job = rec.call("POST", imports, "an import job and its upload URL", user=USER, path=where)
+    rec.call("POST", imports, "an import into another user's account: 403", user=BOB, path=where)
+    imported = {**where, "import_id": str(job.json().get("import_id", "missing"))}
+    rec.call(
+        "POST",
+        "/users/{user_id}/imports/{import_id}/start",
+        "a start before the upload: 409",
+        user=USER,
+        path=imported,
+    )
+    upload = job.json().get("upload") or {}
+    uploaded = httpx.put(str(upload.get("url")), content=CHATGPT_SAMPLE.read_bytes(), timeout=30)
+    assert uploaded.status_code == 200
+    rec.call(
+        "POST",
+        "/users/{user_id}/imports/{import_id}/start",
+        "the import started",
+        user=USER,
+        path=imported,
+        racy=queued,
+    )
+    _until_done(rec, f"/users/{USER}/imports/{imported['import_id']}")
+    rec.call("GET", "/users/{user_id}/imports/{import_id}", "the import, done", user=USER, path=imported)
+    rec.call(
+        "GET",
+        "/users/{user_id}/imports/{import_id}",
+        "an unknown import: 404",
+        user=USER,
+        path={**where, "import_id": "nope"},
     )
     rec.call("GET", "/users/{user_id}/erasure", "no erasure asked yet", user=USER, path=where)
     rec.call("POST", "/users/{user_id}/erasure", "another user's erasure: 403", user=BOB, path=where)

@@ -215,7 +215,7 @@ _S3_ACTIONS = {
 _WORLD_S3_FUNCTIONS = {"export_world_s3", "create_import", "start_import", "run_import"}
 #: PRV-1, PRV-2: their calls are checked against their grants by test_user_erasure; user_exports signs the
 #: archive's GET URL (a presigned URL carries its signer's rights), run_user_job writes and deletes objects.
-_USER_DATA_S3_FUNCTIONS = {"user_exports", "run_user_job"}
+_USER_DATA_S3_FUNCTIONS = {"user_exports", "user_imports", "run_user_job"}
 
 
 def granted_s3_actions() -> dict[str, set[str]]:

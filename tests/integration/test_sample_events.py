@@ -84,6 +84,7 @@ EXPECTED = {
     "import_world": 201,
     "user_erasure": 202,
     "user_exports": 202,
+    "user_imports": 202,
 }
 #: The samples that must run first, in order, so that what a sample names exists.
 GIVEN = {

@@ -202,10 +202,13 @@ def test_every_route_answers_401_to_anonymous_fuzzing(
 
 
 #: POST routes without a JSON body: the import takes JSON Lines; the others are actions on the path
-#: alone (DLG-5 load, DLG-6 export to S3, a new import job, starting one; PRV-1/2 a user's erasure, export).
+#: alone (DLG-5 load, DLG-6 export to S3, a new import job, starting one; PRV-1..3 a user's erasure, export,
+#: import job and its start: the file itself goes to the presigned upload URL).
 _NO_JSON_BODY = {
     "POST /users/{user_id}/erasure",
     "POST /users/{user_id}/exports",
+    "POST /users/{user_id}/imports",
+    "POST /users/{user_id}/imports/{import_id}/start",
     "POST /worlds/{world_id}/import",
     "POST /worlds/{world_id}/saves/{save_id}/load",
     "POST /worlds/{world_id}/exports",

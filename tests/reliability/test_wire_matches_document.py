@@ -441,12 +441,27 @@ def test_every_answer_of_every_route_is_documented(
     # Delete, then the conversation is gone.
     assert client.delete(f"/conversations/{conversation_id}").status_code == 204
     assert client.get(f"/conversations/{conversation_id}").status_code == 404
-    # A user's data (PRV-1, PRV-2), last since it erases the caller: an export and its job, another
-    # user's refused, then the erasure and its progress.
+    # A user's data (PRV-1..3), last since it erases the caller: an export and its job, the export
+    # imported back through a presigned upload, another user's refused, then the erasure and its progress.
     me = client.headers["X-User-Id"]
     export = client.post(f"/users/{me}/exports")
     assert export.status_code == 202, export.text
-    assert client.get(f"/users/{me}/exports/{export.json()['export_id']}").status_code == 200
+    export_path = f"/users/{me}/exports/{export.json()['export_id']}"
+    deadline = time.monotonic() + 60
+    while (exported_job := client.get(export_path).json())["status"] != "done":
+        assert time.monotonic() < deadline, "the export job did not finish"
+        time.sleep(0.1)
+    archive = httpx.get(exported_job["url"], timeout=30).content
+    user_import = client.post(f"/users/{me}/imports")
+    assert user_import.status_code == 202, user_import.text
+    upload = user_import.json()["upload"]
+    assert httpx.put(upload["url"], content=archive, timeout=30).status_code == 200
+    import_path = f"/users/{me}/imports/{user_import.json()['import_id']}"
+    assert client.post(f"{import_path}/start").status_code == 202
+    while client.get(import_path).json()["status"] not in ("done", "failed"):
+        assert time.monotonic() < deadline, "the import job did not finish"
+        time.sleep(0.1)
+    assert client.get(import_path).json()["status"] == "done"
     assert client.get(f"/users/{me}/exports/nope").status_code == 404
     assert client.post("/users/someone-else/exports").status_code == 403
     assert client.post("/users/someone-else/erasure").status_code == 403

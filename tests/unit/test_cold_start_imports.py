@@ -212,6 +212,7 @@ WITHOUT_BODIES = (
     "start_import",
     "user_erasure",
     "user_exports",
+    "user_imports",
 )
 _WITHOUT_BODY_CALL = """
 import json, re, sys

@@ -185,6 +185,7 @@ def test_with_a_key_each_function_may_use_it_exactly_as_far_as_it_needs() -> Non
         "UserErasureFunction",
         "RunUserJobFunction",
         "UserExportsFunction",
+        "UserImportsFunction",
     }
 
 

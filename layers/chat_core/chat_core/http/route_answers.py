@@ -45,7 +45,7 @@ from chat_core.http.dialogue_answers import (
 from chat_core.http.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from chat_core.http.memory_answers import MemoryItemOut, MemoryNamespacesOut, MemorySearchOut
 from chat_core.http.openai_answers import ChatCompletionOut, ModelListOut, OpenAIErrorOut
-from chat_core.http.user_data_answers import ErasureOut, ExportOut
+from chat_core.http.user_data_answers import ErasureOut, ExportOut, UserImportOut
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,11 @@ ROUTES: Final[Mapping[str, RouteDoc]] = {
     "GET /users/{user_id}/erasure": RouteDoc(200, ErasureOut, (400, 401, 403, 404, 503)),
     "POST /users/{user_id}/exports": RouteDoc(202, ExportOut, (400, 401, 403, 404, 503)),
     "GET /users/{user_id}/exports/{export_id}": RouteDoc(200, ExportOut, (400, 401, 403, 404, 503)),
+    "POST /users/{user_id}/imports": RouteDoc(202, UserImportOut, (400, 401, 403, 404, 503)),
+    "POST /users/{user_id}/imports/{import_id}/start": RouteDoc(
+        202, UserImportOut, (400, 401, 403, 404, 409, 503)
+    ),
+    "GET /users/{user_id}/imports/{import_id}": RouteDoc(200, UserImportOut, (400, 401, 403, 404, 503)),
     # Dialogue memory (seed 004).
     "POST /worlds/{world_id}/dialogues/entries": RouteDoc(
         201, AddEntriesOut, WRITE, also={200: AddEntriesOut}

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chat_core.errors import InvalidInput
-from chat_core.privacy import erasure, export
+from chat_core.privacy import erasure, export, import_run, imports
 from chat_core.store import user_jobs
 
 
@@ -19,6 +19,8 @@ def run(message: dict[str, Any], *, time_left: Callable[[], float] = lambda: flo
         result = erasure.run_erasure(owner, time_left=time_left)
     elif kind == export.KIND:
         result = export.run_export(owner, str(message.get("job_id")), time_left=time_left)
+    elif kind == imports.KIND:
+        result = import_run.run_import(owner, str(message.get("job_id")), time_left=time_left)
     else:
         raise InvalidInput(f"unknown job kind {kind!r}", field="kind")
     if result["status"] in ("queued", "waiting"):

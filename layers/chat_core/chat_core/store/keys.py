@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -43,6 +44,22 @@ def message_id_for(seq: int, now_ms: int | None = None) -> str:
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     tail = ((seq % (1 << _SEQ_BITS)) << _RANDOM_BITS) | int.from_bytes(os.urandom(5), "big")
     value = (ms << (_SEQ_BITS + _RANDOM_BITS)) | tail
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def derived_id(now_ms: int, seed: str, seq: int | None = None) -> str:
+    """An id as `new_id` (or, with `seq`, `message_id_for`) makes them, its random bits taken from `seed`:
+    PRV-3's import names what it writes from its job, so a run delivered again writes the same keys."""
+    digest = int.from_bytes(hashlib.sha256(seed.encode("utf-8")).digest()[:10], "big")
+    if seq is None:
+        value = (now_ms << 80) | digest
+    else:
+        tail = ((seq % (1 << _SEQ_BITS)) << _RANDOM_BITS) | (digest & ((1 << _RANDOM_BITS) - 1))
+        value = (now_ms << (_SEQ_BITS + _RANDOM_BITS)) | tail
     chars = []
     for _ in range(26):
         chars.append(_ALPHABET[value & 31])
