@@ -10,6 +10,7 @@ from chat_history_client.errors import (
     BudgetExceeded,
     ChatHistoryError,
     Conflict,
+    ImportFailed,
     InvalidRequest,
     JobNotDone,
     ModelError,
@@ -25,6 +26,7 @@ from chat_history_client.types import (
     Page,
     PostResult,
     UserExport,
+    UserImport,
 )
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "Conflict",
     "Conversation",
     "ErasureReceipt",
+    "ImportFailed",
     "InvalidRequest",
     "JobNotDone",
     "Message",
@@ -49,4 +52,5 @@ __all__ = [
     "ServiceUnavailable",
     "TransportError",
     "UserExport",
+    "UserImport",
 ]

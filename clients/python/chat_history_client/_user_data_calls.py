@@ -1,18 +1,21 @@
-"""A user's data as a whole as `Call`s: the export (PRV-2) and the erasure (PRV-1), both jobs the client
-may wait on (`Waiting`: when to ask again, until a deadline), and the archive read back. No I/O here."""
+"""A user's data as a whole as `Call`s: the export (PRV-2), the erasure (PRV-1) and the import (PRV-3),
+jobs the client may wait on (`Waiting`: when to ask again, until a deadline), and the archive read back.
+No network I/O here (an import's file is read from its path)."""
 
 from __future__ import annotations
 
 import base64
 import gzip
 import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from chat_history_client._calls import Call
-from chat_history_client.errors import JobNotDone
-from chat_history_client.types import ErasureReceipt, UserExport
+from chat_history_client.errors import ImportFailed, JobNotDone
+from chat_history_client.types import ErasureReceipt, UserExport, UserImport
 
 #: First pause between two reads of a job's state, seconds; each pause is longer, up to MAX_POLL.
 FIRST_POLL = 0.2
@@ -37,6 +40,43 @@ def request_erasure(user_id: str) -> Call[ErasureReceipt]:
 
 def get_erasure(user_id: str) -> Call[ErasureReceipt]:
     return Call("GET", f"{_user(user_id)}/erasure", ErasureReceipt.from_api)
+
+
+def request_import(user_id: str) -> Call[UserImport]:
+    return Call("POST", f"{_user(user_id)}/imports", UserImport.from_api)
+
+
+def start_import(user_id: str, import_id: str) -> Call[UserImport]:
+    return Call("POST", f"{_user(user_id)}/imports/{quote(import_id, safe='')}/start", UserImport.from_api)
+
+
+def get_import(user_id: str, import_id: str) -> Call[UserImport]:
+    return Call("GET", f"{_user(user_id)}/imports/{quote(import_id, safe='')}", UserImport.from_api)
+
+
+def file_bytes(source: bytes | str | os.PathLike[str]) -> bytes:
+    """What an import uploads: the bytes given, or the file at a path (zip, gzip or JSON, as is)."""
+    return source if isinstance(source, bytes) else Path(source).read_bytes()
+
+
+def upload_request(job: UserImport, data: bytes) -> dict[str, Any]:
+    """The PUT of the file to the job's presigned URL (its own authority: no API headers)."""
+    if not job.upload or not job.upload.get("url"):
+        raise ValueError(f"import {job.import_id} is {job.status!r}: no upload URL")
+    limit = job.upload.get("max_bytes")
+    if isinstance(limit, int) and len(data) > limit:
+        raise ValueError(f"the file is {len(data):,} bytes; an import takes at most {limit:,}")
+    return {"method": job.upload.get("method", "PUT"), "url": job.upload["url"], "content": data}
+
+
+def finished_import(job: UserImport) -> UserImport:
+    """A finished import, or ImportFailed with the service's words on the file."""
+    if job.status == "failed":
+        error = job.error or {}
+        where = f" at {error['path']}" if error.get("path") else ""
+        reason = error.get("message", "no reason given")
+        raise ImportFailed(f"import {job.import_id} failed{where}: {reason}", job)
+    return job
 
 
 def subject(headers: dict[str, str]) -> str | None:

@@ -25,6 +25,7 @@ from chat_history_client.types import (
     Page,
     PostResult,
     UserExport,
+    UserImport,
 )
 
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
@@ -287,6 +288,41 @@ class ChatHistoryClient:
         """GET /users/{user_id}/erasure: the erasure's progress, or its receipt once done."""
         owner = _user_data_calls.whose(user_id, self._policy.headers)
         return self.send(_user_data_calls.get_erasure(owner))
+
+    def import_user_data(
+        self,
+        source: bytes | str | os.PathLike[str],
+        user_id: str | None = None,
+        *,
+        wait: bool = True,
+        timeout: float = 600.0,
+    ) -> UserImport:
+        """POST /users/{user_id}/imports, the file PUT to its presigned URL, then .../start (PRV-3): our
+        export archive or ChatGPT's export (its zip, or `conversations.json`), as bytes or a path. With
+        `wait`, the job is read until it is done and returned with `conversation_ids`; a refused file
+        raises ImportFailed (nothing of it was written), JobNotDone after `timeout` seconds."""
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        data = _user_data_calls.file_bytes(source)
+        job = self.send(_user_data_calls.request_import(owner))
+        try:
+            response = self._http.request(**_user_data_calls.upload_request(job, data))
+        except httpx.TransportError as exc:
+            raise TransportError(f"PUT the file of import {job.import_id}: {exc}") from exc
+        if response.status_code != 200:
+            raise TransportError(f"the upload URL answered {response.status_code} (expired? start again)")
+        job = self.send(_user_data_calls.start_import(owner, job.import_id))
+        if not wait:
+            return job
+        waiting = _user_data_calls.Waiting(timeout, f"import {job.import_id}")
+        while not job.done:
+            time.sleep(waiting.next_pause(job))
+            job = self.get_user_import(job.import_id, owner)
+        return _user_data_calls.finished_import(job)
+
+    def get_user_import(self, import_id: str, user_id: str | None = None) -> UserImport:
+        """GET /users/{user_id}/imports/{import_id}: its status and progress."""
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        return self.send(_user_data_calls.get_import(owner, import_id))
 
 
 class AsyncChatHistoryClient:
@@ -557,3 +593,33 @@ class AsyncChatHistoryClient:
     async def get_user_erasure(self, user_id: str | None = None) -> ErasureReceipt:
         owner = _user_data_calls.whose(user_id, self._policy.headers)
         return await self.send(_user_data_calls.get_erasure(owner))
+
+    async def import_user_data(
+        self,
+        source: bytes | str | os.PathLike[str],
+        user_id: str | None = None,
+        *,
+        wait: bool = True,
+        timeout: float = 600.0,
+    ) -> UserImport:
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        data = _user_data_calls.file_bytes(source)
+        job = await self.send(_user_data_calls.request_import(owner))
+        try:
+            response = await self._request(_user_data_calls.upload_request(job, data))
+        except httpx.TransportError as exc:
+            raise TransportError(f"PUT the file of import {job.import_id}: {exc}") from exc
+        if response.status_code != 200:
+            raise TransportError(f"the upload URL answered {response.status_code} (expired? start again)")
+        job = await self.send(_user_data_calls.start_import(owner, job.import_id))
+        if not wait:
+            return job
+        waiting = _user_data_calls.Waiting(timeout, f"import {job.import_id}")
+        while not job.done:
+            await asyncio.sleep(waiting.next_pause(job))
+            job = await self.get_user_import(job.import_id, owner)
+        return _user_data_calls.finished_import(job)
+
+    async def get_user_import(self, import_id: str, user_id: str | None = None) -> UserImport:
+        owner = _user_data_calls.whose(user_id, self._policy.headers)
+        return await self.send(_user_data_calls.get_import(owner, import_id))

@@ -111,3 +111,12 @@ class JobNotDone(ChatHistoryError, TimeoutError):
     def __init__(self, message: str, job: Any) -> None:
         super().__init__(message)
         self.job = job
+
+
+class ImportFailed(ChatHistoryError, ValueError):
+    """An import's file was refused (PRV-3) and nothing of it was written: `job.error` says what is wrong
+    and where (`path`, a JSON pointer into the file)."""
+
+    def __init__(self, message: str, job: Any) -> None:
+        super().__init__(message)
+        self.job = job

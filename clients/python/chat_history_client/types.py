@@ -175,3 +175,39 @@ class ErasureReceipt:
             finished_at=data.get("finished_at"),
             raw=data,
         )
+
+
+@dataclass(frozen=True)
+class UserImport:
+    """An import into a user's account (PRV-3): `status` "awaiting_upload", "queued", "running", then
+    "done" with `conversation_ids` (the conversations made) or "failed" with `error` (`code`, `message`,
+    `path`: a JSON pointer into the file). `progress` counts conversations and messages done."""
+
+    import_id: str
+    user_id: str
+    status: str
+    format: str | None = None
+    progress: dict[str, Any] = field(default_factory=dict)
+    conversation_ids: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    upload: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def done(self) -> bool:
+        """Finished, either way: "done" or "failed"."""
+        return self.status in ("done", "failed")
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> UserImport:
+        return cls(
+            import_id=data["import_id"],
+            user_id=data["user_id"],
+            status=data["status"],
+            format=data.get("format"),
+            progress=dict(data.get("progress") or {}),
+            conversation_ids=list(data.get("conversation_ids") or []),
+            error=data.get("error"),
+            upload=data.get("upload"),
+            raw=data,
+        )

@@ -22,15 +22,19 @@ from chat_history_client import (
     ChatHistoryClient,
     Conflict,
     ErasureReceipt,
+    ImportFailed,
     InvalidRequest,
     JobNotDone,
     NotFound,
     ServiceUnavailable,
     UserExport,
+    UserImport,
 )
 
 from tests.support.local_server import ServerProcess, settle_streams
 from tests.support.openai_standin import OpenAIStandin
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -321,6 +325,47 @@ def test_prv1_prv2_a_user_exports_then_erases_their_data(server: ServerProcess, 
     export, receipt = asyncio.run(in_async())
     assert export.counts == {"conversations": 1, "messages": 2}
     assert receipt.done
+
+
+def test_prv3_an_export_and_a_chatgpt_file_import_through_the_client(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """CLIENT-1 / PRV-4 (PRV-3): `import_user_data` uploads a file (bytes or a path), starts the job and waits
+    for its conversations; a refused file raises ImportFailed naming where it is wrong, and nothing of it is
+    written; the async client does the same."""
+    with (
+        ChatHistoryClient(server.url, user_id="gil") as gil,
+        ChatHistoryClient(server.url, user_id="hal") as hal,
+    ):
+        # Given a user's export saved to a file
+        posted = gil.post_message("carry this over")
+        export = gil.export_user_data(timeout=60)
+        saved = gil.download_user_export(export, tmp_path / "gil.json.gz")
+        # When another user imports it from its path
+        job = hal.import_user_data(saved, timeout=60)
+        # Then the job is done and the conversation is theirs, message by message
+        assert (job.status, job.format) == ("done", "chat-history.user-export")
+        [imported] = job.conversation_ids
+        mine = [(m.role, m.content) for m in hal.iter_messages(imported)]
+        theirs = [(m.role, m.content) for m in gil.iter_messages(posted.conversation_id)]
+        assert mine == theirs
+        # When ChatGPT's conversations.json is imported as bytes
+        chatgpt = (REPO / "tests" / "data" / "chatgpt" / "conversations.json").read_bytes()
+        assert len(hal.import_user_data(chatgpt, timeout=60).conversation_ids) >= 1
+        # When a file that is neither is imported
+        before = len(hal.list_conversations().items)
+        with pytest.raises(ImportFailed) as refused:
+            hal.import_user_data(b'{"format": "chat-history.user-export", "version": 2}', timeout=60)
+        # Then the error names what is wrong, and nothing was added
+        assert refused.value.job.status == "failed"
+        assert "version 2" in str(refused.value)
+        assert len(hal.list_conversations().items) == before
+
+    async def in_async() -> UserImport:
+        async with AsyncChatHistoryClient(server.url, user_id="ida") as ida:
+            return await ida.import_user_data(saved, timeout=60)
+
+    assert len(asyncio.run(in_async()).conversation_ids) == 1
 
 
 def test_prv4_waiting_on_a_job_stops_at_its_deadline_and_the_jwt_names_the_user() -> None:
