@@ -25,7 +25,8 @@ def wanted(convs: Sequence[data.Conversation]) -> list[tuple[str, str]]:
 
 class DenseRetriever(ev.OurRetriever):
     """Our retriever offline with semantic recall as the service runs it: BM25's hits and the dense
-    candidates (the sign bits' DENSE_DEPTH nearest, rescored with their int8 vectors), fused by
+    candidates (the sign bits' nearest as `chat.recall.hybrid` takes them, rescored with int8 vectors),
+    fused by
     `engine.recall.vectors.fuse`, packed with neighbours; `share` of the budget, recency the rest."""
 
     def __init__(self, cache: embedder.Cache, share: float) -> None:
@@ -50,7 +51,7 @@ class DenseRetriever(ev.OurRetriever):
         return found[1], found[2]
 
     def __call__(self, turns: Sequence[Mapping[str, Any]], question: str, budget: int) -> set[str]:
-        from chat_core.chat.recall.hybrid import DENSE_DEPTH
+        from chat_core.chat.recall.hybrid import DENSE_DEPTH, DENSE_SHORTLIST
         from chat_core.engine.recall import dense, packing, vectors
 
         query = self.cache.get(embedder.QUERY, question)
@@ -65,9 +66,10 @@ class DenseRetriever(ev.OurRetriever):
             h.doc.seq: h.score
             for h in index.search(question, limit=len(turns), keep=lambda d: d.seq not in seqs)
         }
-        near = dense.nearest(dense.bits(query), [codes], DENSE_DEPTH, lambda s: s not in seqs)
+        shortlist = dense.nearest(dense.bits(query), [codes], DENSE_SHORTLIST, lambda s: s not in seqs)
+        near = dense.rescore(query, shortlist, DENSE_DEPTH)
         unit = vectors.normalise(query)
-        semantic = {s: vectors.cosine(unit, vectors.dequantise(int8[s])) for s, _ in near}
+        semantic = {s: vectors.cosine(unit, vectors.dequantise(int8[s])) for s in near}
         scores = vectors.fuse(lexical, semantic)
         costs = {seq: int(t["tokens"]) for seq, t in enumerate(turns, start=1)}
         n = len(turns)

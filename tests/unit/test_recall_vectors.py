@@ -321,8 +321,10 @@ def test_mem51_sign_bits_runs_round_trip_and_rank_by_hamming() -> None:
     assert decoded == codes
     # And the nearest to a query are ranked by Hamming distance, `keep` respected
     query = dense.bits([1.0, -1.0, 1.0])
-    assert dense.nearest(query, [decoded], 2, lambda s: True) == [(1, 0), (9, 1)]
-    assert dense.nearest(query, [decoded], 2, lambda s: s != 1) == [(9, 1), (5, 1)]
+    assert [s for s, _ in dense.nearest(query, [decoded], 2, lambda s: True)] == [1, 9]
+    assert [s for s, _ in dense.nearest(query, [decoded], 2, lambda s: s != 1)] == [9, 5]
+    # And the float query's dot product with the sign vectors reorders a shortlist (asymmetric)
+    assert dense.rescore([0.1, -0.2, 0.9], decoded, 3) == [1, 5, 9]
     # And four runs of a level merge (never past the top level)
     assert dense.merge_plan([0, 0, 1, 0, 0]) == [0, 1, 3, 4]
     assert dense.merge_plan([dense.TOP_LEVEL] * 4) is None

@@ -48,7 +48,10 @@ MAX_AT_HAND: Final = 20
 #: A candidate BM25 did not score joins only this close to the current message (a cosine at or below 0
 #: never counts): a rank fusion would otherwise give an unrelated message a share.
 MIN_COSINE: Final = 0.1
-#: Dense candidates taken from the conversation's sign bits (rescored with their int8 vectors).
+#: Dense candidates: the sign bits' DENSE_SHORTLIST nearest by Hamming distance, the DENSE_DEPTH best of
+#: them by their dot product with the float query, then rescored with their int8 vectors (tuned on
+#: LoCoMo's tuning half, docs/semantic-recall.md).
+DENSE_SHORTLIST: Final = 200
 DENSE_DEPTH: Final = 50
 #: Keys kept for the turns around the candidates (message keys only) once dense candidates are in.
 NEIGHBOUR_KEYS: Final = 40
@@ -154,7 +157,8 @@ def hybrid_scores(
     charge = prices.charge(
         answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
     )
-    near = [seq for seq, _ in dense.nearest(dense.bits(answer.vectors[0]), runs, DENSE_DEPTH, keep)]
+    shortlist = dense.nearest(dense.bits(answer.vectors[0]), runs, DENSE_SHORTLIST, keep)
+    near = dense.rescore(answer.vectors[0], shortlist, DENSE_DEPTH)
     seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around)
     pk = conversation_pk(owner, conversation_id)
     try:

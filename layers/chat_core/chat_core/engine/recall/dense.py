@@ -93,10 +93,33 @@ def decode(data: bytes) -> tuple[int, list[tuple[int, int]]]:
 def nearest(
     query: int, runs: Iterable[Sequence[tuple[int, int]]], limit: int, keep: Callable[[int], bool]
 ) -> list[tuple[int, int]]:
-    """The `limit` (seq, Hamming distance) closest to `query` among the runs' codes that `keep` allows,
-    closest first (ties: the newer first)."""
-    found = ((-(query ^ code).bit_count(), seq) for run in runs for seq, code in run if keep(seq))
-    return [(seq, -negative) for negative, seq in heapq.nlargest(limit, found)]
+    """The `limit` (seq, bits) closest to `query` by Hamming distance among the runs' codes that `keep`
+    allows, closest first (ties: the newer first)."""
+    found = ((-(query ^ code).bit_count(), seq, code) for run in runs for seq, code in run if keep(seq))
+    return [(seq, code) for _, seq, code in heapq.nlargest(limit, found)]
+
+
+def rescore(query: Sequence[float], codes: Sequence[tuple[int, int]], limit: int) -> list[int]:
+    """The `limit` seqs of `codes` whose sign vectors have the largest dot product with the float `query`
+    (asymmetric: only the messages are reduced to bits), best first. A table of partial sums per byte
+    makes each code 1 lookup a byte (48 at 384 dimensions)."""
+    tables = []
+    for start in range(0, len(query), 8):
+        chunk = query[start : start + 8]
+        table = [0.0] * 256
+        for value in range(1, 256):
+            low = value & -value
+            bit = low.bit_length() - 1
+            table[value] = table[value ^ low] + (chunk[bit] if bit < len(chunk) else 0.0)
+        tables.append(table)
+    scored = []
+    for seq, code in codes:
+        total = 0.0
+        for table in tables:
+            total += table[code & 255]
+            code >>= 8
+        scored.append((total, seq))
+    return [seq for _, seq in heapq.nlargest(limit, scored)]
 
 
 def merge_plan(levels: Sequence[int]) -> list[int] | None:
