@@ -81,7 +81,9 @@ _original: Any = None
 
 def _digest(body: dict[str, Any]) -> str:
     request = {k: v for k, v in body.items() if k != "ClientRequestToken"}
-    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+    # a binary attribute (B) reaches moto as bytes: hashed as its hex, so two requests still compare
+    text = json.dumps(request, sort_keys=True, default=lambda v: v.hex() if isinstance(v, bytes) else str(v))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _forget_old(now: float) -> None:

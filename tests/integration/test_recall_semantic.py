@@ -20,6 +20,7 @@ from chat_core.runtime import current
 from chat_core.store import ledger
 from chat_core.store.items import Conversation, Message
 from chat_core.store.keys import conversation_pk, message_id_for
+from chat_core.store.recall import dense_runs
 from chat_core.store.recall import index as recall_index
 from chat_core.store.recall import vector_items as store
 
@@ -225,6 +226,22 @@ def test_a_message_sharing_no_word_is_found_among_the_messages_at_hand(semantic:
     assert recalled(api.window(cid, "any tips on photography?", window_policy=plain)) == []
 
 
+def test_mem51_a_message_sharing_no_word_is_found_anywhere_in_the_conversation(semantic: None) -> None:
+    # Given 300 messages, the first about a photographer, the rest small talk; the post reads the newest
+    # 4 only (no token budget), so the first is neither a BM25 hit nor at hand
+    cid = seed(
+        ["she works as a photographer", *(f"item {i} is done" for i in range(299))], {"max_messages": 4}
+    )
+    mark = store.read_mark("alice", cid)
+    assert mark.runs, "the sign bits were sealed into a run"
+    # When the question shares no indexed term with it ("photography")
+    plain = {"max_messages": 4, "recall": {"max_tokens": 12}}
+    on = {"max_messages": 4, "recall": {"max_tokens": 12, "semantic": True}}
+    # Then BM25 alone finds nothing, and dense candidates from the whole conversation find it
+    assert recalled(api.window(cid, "any tips on photography?", window_policy=plain)) == []
+    assert recalled(api.window(cid, "any tips on photography?", window_policy=on)) == [1]
+
+
 def test_the_query_embedding_is_charged(semantic: None) -> None:
     cid = seed([TARGET, *DISTRACTORS, *NEUTRAL], {"max_messages": 4})
     before = embedding_usage()
@@ -271,6 +288,7 @@ def test_a_posts_query_embedding_is_charged_with_its_reply_once(semantic: None) 
 
 def _calls(dynamo_calls: Counter[str], action: Any) -> Counter[str]:
     recall_index.clear_cache()
+    dense_runs.clear_cache()
     dynamo_calls.clear()
     answer = action()
     assert answer.status in (200, 201), answer.body

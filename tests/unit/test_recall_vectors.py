@@ -275,13 +275,92 @@ def test_hybrid_candidates_fit_one_batch_get() -> None:
         return [3, 4, 5] if seq in (3, 4, 5) else [seq]
 
     # When the candidates are planned
-    chosen = plan_candidates(lexical, at_hand, list(at_hand), expand)
+    chosen, _ = plan_candidates(lexical, at_hand, list(at_hand), expand)
     # Then the best hits come first with their groups, and the keys (2 a hit, 1 a message at hand) fit
     assert chosen[:5] == [1, 2, 3, 4, 5]
     keys = sum(1 if s in at_hand else 2 for s in chosen)
     assert keys <= 100
     assert len(chosen) == 50
     # And with fewer hits, the newest messages at hand fill the rest (at most MAX_AT_HAND)
-    few = plan_candidates({1: 1.0}, at_hand, list(at_hand), expand)
+    few, _ = plan_candidates({1: 1.0}, at_hand, list(at_hand), expand)
     assert few[0] == 1
     assert few[1:] == sorted(at_hand, reverse=True)[:MAX_AT_HAND]
+
+
+def test_mem51_dense_candidates_take_turns_with_bm25s_and_bring_their_neighbours() -> None:
+    # Given 80 BM25 hits and 80 dense candidates of their own (none at hand)
+    from chat_core.chat.recall.hybrid import NEIGHBOUR_KEYS, plan_candidates
+
+    lexical = {seq: 100.0 - seq for seq in range(1, 81)}
+    near = [1000 + 10 * i for i in range(1, 81)]
+    # When the candidates are planned with the turns around each
+    chosen, nearby = plan_candidates(
+        lexical, {}, [], lambda seq: [seq], near, around=lambda seq: [seq - 1, seq + 1]
+    )
+    # Then BM25's best and the nearest vectors come in turn, not BM25's list alone
+    assert chosen[:4] == [1, 1010, 2, 1020]
+    # And keys are left for the neighbours, all within one BatchGetItem
+    assert 2 * len(chosen) + len(nearby) <= 100
+    assert 2 * len(chosen) <= 100 - NEIGHBOUR_KEYS
+    assert {1009, 1011} <= set(nearby)
+    assert 2 not in nearby  # a neighbour already a candidate is not fetched twice
+
+
+def test_mem51_sign_bits_runs_round_trip_and_rank_by_hamming() -> None:
+    from chat_core.engine.recall import dense
+
+    # Given three vectors as sign bits in a run
+    codes = [
+        (1, dense.bits([1.0, -1.0, 1.0])),
+        (5, dense.bits([-1.0, -1.0, 1.0])),
+        (9, dense.bits([1, 1, 1])),
+    ]
+    dims, decoded = dense.decode(dense.encode(3, codes))
+    # Then the run holds them, in seq order
+    assert dims == 3
+    assert decoded == codes
+    # And the nearest to a query are ranked by Hamming distance, `keep` respected
+    query = dense.bits([1.0, -1.0, 1.0])
+    assert [s for s, _ in dense.nearest(query, [decoded], 2, lambda s: True)] == [1, 9]
+    assert [s for s, _ in dense.nearest(query, [decoded], 2, lambda s: s != 1)] == [9, 5]
+    # And the float query's dot product with the sign vectors reorders a shortlist (asymmetric)
+    assert dense.rescore([0.1, -0.2, 0.9], decoded, 3) == [1, 5, 9]
+    # And four runs of a level merge (never past the top level)
+    assert dense.merge_plan([0, 0, 1, 0, 0]) == [0, 1, 3, 4]
+    assert dense.merge_plan([dense.TOP_LEVEL] * 4) is None
+
+
+def test_mem48_embeddings_go_to_their_own_address_with_their_own_key() -> None:
+    # Given EMBEDDINGS_BASE_URL beside the chat model's LLM_BASE_URL, and a key for each
+    asked: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        return httpx.Response(200, json={"data": [{"index": 0, "embedding": [1.0, 0.0]}]})
+
+    config = Settings(
+        llm_base_url="http://chat.test/v1",
+        llm_api_key="chat-key",
+        embeddings_base_url="http://embeddings.test/v1",
+        embeddings_api_key="embeddings-key",
+    )
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    # When a text is embedded
+    OpenAICompatibleEmbeddings(config, client=client).embed(["a"], model="e5")
+    # Then the embeddings address is asked, with its own key, never the chat model's
+    assert str(asked[0].url) == "http://embeddings.test/v1/embeddings"
+    assert asked[0].headers["authorization"] == "Bearer embeddings-key"
+    # And with no key of its own, the other address gets no key at all
+    keyless = Settings(
+        llm_base_url="http://chat.test/v1",
+        llm_api_key="chat-key",
+        embeddings_base_url="http://embeddings.test/v1",
+    )
+    OpenAICompatibleEmbeddings(keyless, client=client).embed(["a"], model="e5")
+    assert "authorization" not in asked[1].headers
+    # And with only EMBEDDINGS_BASE_URL set (no chat model), embeddings are not the offline stand-in's
+    assert (
+        Settings(embeddings_base_url="http://embeddings.test/v1").embeddings_url
+        == "http://embeddings.test/v1"
+    )
+    assert Settings(llm_base_url="http://chat.test/v1").embeddings_url == "http://chat.test/v1"

@@ -153,6 +153,10 @@ class Settings:
     recall_embeddings_model: str | None = None
     recall_embeddings_dimensions: int = 0
     recall_embeddings_batch: int = 64
+    #: MEM-48: where the embeddings model answers (EMBEDDINGS_BASE_URL), when not at the chat model's
+    #: LLM_BASE_URL; its API key is EMBEDDINGS_API_KEY (else the chat model's)
+    embeddings_base_url: str | None = None
+    embeddings_api_key: str | None = None
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
     # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
@@ -201,6 +205,11 @@ class Settings:
         """True when no provider is configured and the built-in offline model answers."""
         return not self.llm_base_url
 
+    @property
+    def embeddings_url(self) -> str | None:
+        """The embeddings model's base URL: EMBEDDINGS_BASE_URL, else the chat model's (None: offline)."""
+        return self.embeddings_base_url or self.llm_base_url
+
 
 def read_settings() -> Settings:
     """The settings the environment holds now (a runtime reads them once: Lambda init, local server start)."""
@@ -243,6 +252,8 @@ def read_settings() -> Settings:
         facts_input_max_tokens=max(500, _int("FACTS_INPUT_MAX_TOKENS", 4000)),
         facts_max_current=max(1, _int("FACTS_MAX_CURRENT", 100)),
         recall_embeddings_model=_str("RECALL_EMBEDDINGS_MODEL") or None,
+        embeddings_base_url=_str("EMBEDDINGS_BASE_URL").rstrip("/") or None,
+        embeddings_api_key=_str("EMBEDDINGS_API_KEY") or None,
         recall_embeddings_dimensions=max(0, _int("RECALL_EMBEDDINGS_DIMENSIONS", 0)),
         recall_embeddings_batch=min(2048, max(1, _int("RECALL_EMBEDDINGS_BATCH", 64))),
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),

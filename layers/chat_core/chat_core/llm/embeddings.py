@@ -1,6 +1,7 @@
 """Embeddings for semantic recall (MEM-48): the runtime's embedder and the offline stand-in.
 
-`get_embedder()` is the runtime's embedder: the provider at LLM_BASE_URL (`llm.embeddings_http`, its
+`get_embedder()` is the runtime's embedder: the provider at EMBEDDINGS_BASE_URL, else LLM_BASE_URL
+(`llm.embeddings_http`, its
 OpenAI-compatible `POST /embeddings`), or, with no provider configured, the offline stand-in
 (`OfflineEmbeddings`: deterministic, no network). This module loads no HTTP client: the window routes
 import it, and only a deployment that turns semantic recall on with a provider loads one, when the first
@@ -49,8 +50,8 @@ def batches(texts: Sequence[str], size: int) -> list[Sequence[str]]:
 
 
 class OfflineEmbeddings:
-    """The embeddings stand-in used when LLM_BASE_URL is unset: `offline_vector` of each input, the
-    local token count as its usage (model "offline-embeddings", priced at nothing)."""
+    """The embeddings stand-in used when EMBEDDINGS_BASE_URL and LLM_BASE_URL are unset: `offline_vector`
+    of each input, the local token count as its usage (model "offline-embeddings", priced at nothing)."""
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings if settings is not None else get_settings()
@@ -66,8 +67,8 @@ class OfflineEmbeddings:
 
 
 def new_embedder(settings: Settings) -> Embedder:
-    """The provider's embeddings when LLM_BASE_URL is set, else the offline stand-in."""
-    if settings.offline_model:
+    """The provider's embeddings at EMBEDDINGS_BASE_URL or LLM_BASE_URL, else the offline stand-in."""
+    if not settings.embeddings_url:
         return OfflineEmbeddings(settings)
     from chat_core.llm.embeddings_http import OpenAICompatibleEmbeddings
 

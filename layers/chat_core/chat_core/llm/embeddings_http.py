@@ -1,4 +1,5 @@
-"""Embeddings from the provider (MEM-48): its OpenAI-compatible `POST {LLM_BASE_URL}/embeddings`.
+"""Embeddings from the provider (MEM-48): its OpenAI-compatible `POST {EMBEDDINGS_BASE_URL}/embeddings`
+(EMBEDDINGS_BASE_URL unset: the chat model's LLM_BASE_URL).
 
 Inputs go in batches of RECALL_EMBEDDINGS_BATCH per request, through the runtime's pooled HTTP client
 (the chat provider's); a 429, a 5xx or a transport error is retried like a chat call (LLM_MAX_RETRIES,
@@ -28,7 +29,8 @@ _RETRYABLE: Final = frozenset({429}) | frozenset(range(500, 600))
 
 
 class OpenAICompatibleEmbeddings:
-    """`POST {LLM_BASE_URL}/embeddings`, `encoding_format: float`, `dimensions` when configured."""
+    """`POST {EMBEDDINGS_BASE_URL or LLM_BASE_URL}/embeddings`, `encoding_format: float`, `dimensions`
+    when configured."""
 
     def __init__(
         self,
@@ -38,9 +40,10 @@ class OpenAICompatibleEmbeddings:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings if settings is not None else get_settings()
-        if not self.settings.llm_base_url:
-            raise ValueError("OpenAICompatibleEmbeddings needs settings.llm_base_url (LLM_BASE_URL)")
-        self.url = f"{self.settings.llm_base_url.rstrip('/')}/embeddings"
+        base_url = self.settings.embeddings_url
+        if not base_url:
+            raise ValueError("OpenAICompatibleEmbeddings needs EMBEDDINGS_BASE_URL or LLM_BASE_URL")
+        self.url = f"{base_url.rstrip('/')}/embeddings"
         self._client = client
         self._sleep = sleep
         self._rng = random.Random()  # noqa: S311 - jitter, not crypto
@@ -170,6 +173,10 @@ class OpenAICompatibleEmbeddings:
         )
 
     def _auth(self, model: str) -> dict[str, str]:
+        if self.settings.embeddings_base_url:
+            # another address than the chat model's: never send it the chat model's key
+            own = self.settings.embeddings_api_key
+            return {"Authorization": f"Bearer {own}"} if own else {}
         try:
             key = resolve_api_key(self.settings)
         except ChatError as exc:

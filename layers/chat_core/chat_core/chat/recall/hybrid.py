@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import zip_longest
 from typing import Final
 
 from chat_core.chat import prices
 from chat_core.engine.costs import Charge
-from chat_core.engine.recall import vectors
+from chat_core.engine.recall import dense, vectors
 from chat_core.errors import ProviderFailed, StoreUnavailable
 from chat_core.llm import embeddings
 from chat_core.observability import MetricUnit, logger, metrics
@@ -47,6 +48,13 @@ MAX_AT_HAND: Final = 20
 #: A candidate BM25 did not score joins only this close to the current message (a cosine at or below 0
 #: never counts): a rank fusion would otherwise give an unrelated message a share.
 MIN_COSINE: Final = 0.1
+#: Dense candidates: the sign bits' DENSE_SHORTLIST nearest by Hamming distance, the DENSE_DEPTH best of
+#: them by their dot product with the float query, then rescored with their int8 vectors (tuned on
+#: LoCoMo's tuning half, docs/semantic-recall.md).
+DENSE_SHORTLIST: Final = 200
+DENSE_DEPTH: Final = 50
+#: Keys kept for the turns around the candidates (message keys only) once dense candidates are in.
+NEIGHBOUR_KEYS: Final = 40
 #: Seconds the current message's embedding may take on the post path, retries included (then BM25 alone).
 QUERY_TIME_BUDGET_S: Final = 5.0
 #: Characters of the current message embedded.
@@ -71,33 +79,49 @@ def plan_candidates(
     at_hand: Mapping[int, MessageRecord],
     extra: Sequence[int],
     expand: Callable[[int], list[int] | None],
-) -> list[int]:
-    """The candidate seqs, best BM25 first (each with its group), then `extra`, within MAX_KEYS keys."""
+    near: Sequence[int] = (),
+    around: Callable[[int], Sequence[int]] = lambda seq: (),
+) -> tuple[list[int], list[int]]:
+    """The candidate seqs, BM25's best and the dense `near`est in turn (each with its group), then
+    `extra`, within MAX_KEYS keys; and the turns `around` them to fetch (a message key each) while keys
+    are left, so the window can send a hit with its neighbours (MEM-53)."""
     chosen: list[int] = []
     keys = 0
     seen: set[int] = set()
 
-    def take(members: Sequence[int]) -> bool:
+    def take(members: Sequence[int], reserve: int) -> bool:
         nonlocal keys
         fresh = [m for m in members if m not in seen]
         cost = sum(1 if m in at_hand else 2 for m in fresh)
-        if keys + cost > MAX_KEYS:
+        if keys + cost + reserve > MAX_KEYS:
             return False
         keys += cost
         seen.update(fresh)
         chosen.extend(fresh)
         return True
 
-    for seq in sorted(lexical, key=lambda s: (-lexical[s], -s)):
+    ranked = sorted(lexical, key=lambda s: (-lexical[s], -s))
+    order = [s for pair in zip_longest(ranked, near) for s in pair if s is not None]
+    reserve = NEIGHBOUR_KEYS if near else 0
+    for seq in order:
         if seq in seen:
             continue
         members = expand(seq)
-        if members is not None and not take(members):
+        if members is not None and not take(members, reserve):
             break
     spare = sorted((s for s in extra if s not in seen and s not in lexical), reverse=True)
     for seq in spare[:MAX_AT_HAND]:
-        take([seq])
-    return chosen
+        take([seq], reserve)
+    nearby: list[int] = []
+    for seq in list(chosen):
+        for other in around(seq):
+            if keys >= MAX_KEYS:
+                return chosen, nearby
+            if other not in seen and other not in at_hand:
+                seen.add(other)
+                nearby.append(other)
+                keys += 1
+    return chosen, nearby
 
 
 def hybrid_scores(
@@ -109,14 +133,18 @@ def hybrid_scores(
     extra: Sequence[int],
     expand: Callable[[int], list[int] | None],
     settings: Settings | None = None,
+    *,
+    runs: Sequence[dense.Codes] = (),
+    keep: Callable[[int], bool] = lambda seq: True,
+    around: Callable[[int], Sequence[int]] = lambda seq: (),
 ) -> Hybrid | None:
-    """The candidates fused, or None (BM25 alone) when semantic recall is off or its call failed."""
+    """The candidates fused, or None (BM25 alone) when semantic recall is off or its call failed.
+    `runs`: the conversation's dense codes, whose nearest (as `keep` allows) join BM25's candidates."""
     settings = settings or get_settings()
     model = settings.recall_embeddings_model
     if not model or not query.strip():
         return None
-    seqs = plan_candidates(lexical, at_hand, extra, expand)
-    if not seqs:
+    if not lexical and not runs and not extra:
         return None
     try:
         answer = embeddings.get_embedder(settings).embed(
@@ -129,9 +157,12 @@ def hybrid_scores(
     charge = prices.charge(
         answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
     )
+    shortlist = dense.nearest(dense.bits(answer.vectors[0]), runs, DENSE_SHORTLIST, keep)
+    near = dense.rescore(answer.vectors[0], shortlist, DENSE_DEPTH)
+    seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around)
     pk = conversation_pk(owner, conversation_id)
     try:
-        messages, stored = store.candidates_for(pk, seqs, have=set(at_hand))
+        messages, stored = store.candidates_for(pk, seqs, have=set(at_hand), also=nearby)
     except StoreUnavailable:
         charge_now(owner, [charge])  # the call was made: charged even though the request fails
         raise
@@ -152,6 +183,11 @@ def hybrid_scores(
     fused = vectors.fuse(found, semantic)
     counts = {s: m.tokens for s, m in messages.items()} | {s: at_hand[s].tokens for s in seqs if s in at_hand}
     return Hybrid({s: fused[s] for s in seqs if s in fused}, messages, counts, len(semantic), charge)
+
+
+def enabled(settings: Settings | None = None) -> bool:
+    """Whether semantic recall is configured (RECALL_EMBEDDINGS_MODEL): the window then reads dense runs."""
+    return bool((settings or get_settings()).recall_embeddings_model)
 
 
 def charge_now(owner: str, charges: Sequence[Charge]) -> None:

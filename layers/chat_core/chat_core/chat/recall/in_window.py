@@ -25,9 +25,10 @@ from typing import Any, Final, Literal
 from chat_core.chat.recall import hybrid as recall_hybrid
 from chat_core.engine import recall
 from chat_core.engine.costs import Charge
-from chat_core.engine.recall import Doc, Segment, packing
+from chat_core.engine.recall import Doc, Segment, dense, packing
 from chat_core.engine.recall.segments import ROLE_MASK, ROLE_TOOL, TOOL_CALL
 from chat_core.store.keys import conversation_pk
+from chat_core.store.recall import dense_runs
 from chat_core.store.recall import index as store
 from chat_core.store.records import ConversationRecord, MessageRecord
 
@@ -135,6 +136,8 @@ class _Index:
 
     tail: store.Tail
     segments: dict[str, Segment]
+    #: MEM-51: the conversation's dense codes (sign bits), when semantic recall asked for them
+    runs: list[dense.Codes] = field(default_factory=list)
     _docs: dict[int, Doc] | None = field(default=None)
 
     @property
@@ -144,10 +147,19 @@ class _Index:
         return self._docs
 
 
-def load_index(owner: str, conversation_id: str) -> _Index:
-    """The tail (GetItem) and the segments it lists (cached, else one BatchGetItem)."""
-    tail = store.read_tail(owner, conversation_id)
+def load_index(owner: str, conversation_id: str, *, with_runs: bool = False) -> _Index:
+    """The tail (GetItem) and the segments it lists (cached, else one BatchGetItem); `with_runs`: the
+    tail with the dense mark (one BatchGetItem), the segments with the dense runs (one more)."""
     pk = conversation_pk(owner, conversation_id)
+    if with_runs:
+        tail, state = dense_runs.read_state(pk)
+        listed = [str(r["id"]) for r in state.runs]
+        found_segments, found_runs = dense_runs.read_parts(pk, [r.id for r in tail.segments], listed)
+        if tail.pending:
+            found_segments["~"] = Segment(tail.pending)
+        runs = [found_runs[r] for r in listed if r in found_runs] + [state.pending_codes()]
+        return _Index(tail, found_segments, runs)
+    tail = store.read_tail(owner, conversation_id)
     found = store.read_segments((pk, r.id) for r in tail.segments) if tail.segments else {}
     segments: dict[str, Segment] = {sid: seg for (_, sid), seg in found.items()}
     if tail.pending:
@@ -228,7 +240,7 @@ def recall_messages(
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
         return RecallResult([])
-    index = load_index(owner, conversation.conversation_id)
+    index = load_index(owner, conversation.conversation_id, with_runs=semantic and recall_hybrid.enabled())
     at_hand = {m.seq: m for m in history}
     off_path = {m.seq for m in read if m.seq not in at_hand}
     allowed = active_path(index, history) if conversation.active_leaf is not None else None
@@ -257,8 +269,23 @@ def recall_messages(
             return _unit(seq, index, allowed) if seq not in at_hand or tail.holds(seq) else [seq]
 
         left = [m.seq for m in history if m.seq not in sent and m.status == "ok" and m.role != "system"]
+
+        def dense_keep(seq: int) -> bool:
+            if seq in sent or seq in off_path or (seq in at_hand and not tail.holds(seq)):
+                return False
+            return allowed is None or seq in allowed
+
         found = recall_hybrid.hybrid_scores(
-            owner, conversation.conversation_id, query, scores, at_hand, left, expand
+            owner,
+            conversation.conversation_id,
+            query,
+            scores,
+            at_hand,
+            left,
+            expand,
+            runs=index.runs,
+            keep=dense_keep,
+            around=lambda seq: _neighbours(seq, index.docs, at_hand),
         )
         if found is not None:
             scores, ahead, charge = found.scores, found.messages, found.charge

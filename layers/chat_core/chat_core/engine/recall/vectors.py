@@ -23,7 +23,7 @@ from typing import Final, Literal
 MAGIC: Final = b"V1"
 _HEADER: Final = struct.Struct("<2sf")
 #: Reciprocal rank fusion's constant (Cormack et al.: 60; smaller lets the top ranks weigh more).
-RRF_K: Final = 60
+RRF_K: Final = 10
 #: The weighted sum's share of the cosine (the rest is BM25 over its best score).
 COSINE_WEIGHT: Final = 0.5
 

@@ -6,7 +6,8 @@ with the partition):
 
 - `EMB#<seq, 10 digits>` one message's vector, int8-quantised (`engine.recall.vectors`), with the model
   that made it: about 260 bytes at 256 dimensions, 1.5 KB at 1,536. Never text.
-- `EMB#~` the mark: the highest seq embedded (the watermark) and a version every write checks.
+- `EMB#~` the mark: the highest seq embedded (the watermark), a version every write checks, and the
+  dense runs' state (`dense_runs`: the vectors' sign bits not sealed yet, the sealed runs).
 
 Vectors are written with BatchWriteItem (25 a call), then the mark with the embedding call's charge to
 the owner's usage in one TransactWrite, so a call is charged once. A vector's message is read with it
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pynamodb.attributes import BinaryAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BinaryAttribute, JSONAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import PynamoDBException
 
 from chat_core.engine.costs import Charge
@@ -49,6 +50,9 @@ class RecallVectorMark(TableItem, discriminator="recall_vector_mark"):
     version = NumberAttribute(default=0)
     watermark = NumberAttribute(default=0)
     model = UnicodeAttribute(null=True)
+    dims = NumberAttribute(null=True)
+    codes = BinaryAttribute(null=True, legacy_encoding=False)
+    runs = JSONAttribute(null=True)
 
 
 def vector_sk(seq: int) -> str:
@@ -61,6 +65,10 @@ class Mark:
 
     version: int = 0
     watermark: int = 0
+    #: the dense runs' state (store.recall.dense_runs): dims, unsealed codes, sealed runs
+    dims: int = 0
+    codes: bytes | None = None
+    runs: tuple[dict[str, Any], ...] = ()
 
 
 class MarkConflict(Exception):
@@ -76,7 +84,13 @@ def read_mark(owner: str, conversation_id: str) -> Mark:
         return Mark()
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
-    return Mark(int(item.version or 0), int(item.watermark or 0))
+    return Mark(
+        int(item.version or 0),
+        int(item.watermark or 0),
+        int(item.dims or 0),
+        bytes(item.codes) if item.codes else None,
+        tuple(item.runs or ()),
+    )
 
 
 def save(
@@ -99,7 +113,16 @@ def save(
                 batch.save(RecallVector(pk, vector_sk(seq), model=model, data=data))
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
-    item = RecallVectorMark(pk, MARK_SK, version=mark.version, watermark=mark.watermark, model=model)
+    item = RecallVectorMark(
+        pk,
+        MARK_SK,
+        version=mark.version,
+        watermark=mark.watermark,
+        model=model,
+        dims=mark.dims or None,
+        codes=mark.codes,
+        runs=list(mark.runs) or None,
+    )
     condition = (
         RecallVectorMark.pk.does_not_exist()
         if expected_version == 0
@@ -140,12 +163,14 @@ def delete_vectors(owner: str, conversation_id: str, seqs: Sequence[int]) -> Non
 
 
 def candidates_for(
-    pk: str, seqs: Sequence[int], *, have: Set[int] = frozenset()
+    pk: str, seqs: Sequence[int], *, have: Set[int] = frozenset(), also: Sequence[int] = ()
 ) -> tuple[dict[int, MessageRecord], dict[int, tuple[str | None, bytes]]]:
-    """The vectors at `seqs` (with the model that made each) and the messages not in `have`, in ONE
-    BatchGetItem (at most BATCH_KEYS keys: the rest are left out, as is anything absent)."""
+    """The vectors at `seqs` (with the model that made each), the messages not in `have` and the
+    messages at `also` (no vector), in ONE BatchGetItem (at most BATCH_KEYS keys: the rest are left
+    out, as is anything absent)."""
     wanted = list(dict.fromkeys(seqs))
     keys = [(pk, vector_sk(s)) for s in wanted] + [(pk, message_sk(s)) for s in wanted if s not in have]
+    keys += [(pk, message_sk(s)) for s in also if s not in have and s not in wanted]
     if not keys:
         return {}, {}
     messages: dict[int, MessageRecord] = {}
