@@ -1,5 +1,5 @@
-"""`make bench`'s section on a user's data (PRV-1..3): exporting, importing and erasing a user of 10,000 messages
-(bench/user_data.py does the filling and metering; `python -m bench.user_data` runs it alone)."""
+"""`make bench`'s section on a user's data (PRV-1..3): exporting, importing and erasing a user of 10,000
+messages (bench/user_data.py does the filling and metering; `python -m bench.user_data` runs it alone)."""
 
 from __future__ import annotations
 

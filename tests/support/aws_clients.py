@@ -4,13 +4,13 @@ moto intercepts a client's calls whenever it was made (its hook is on every boto
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import boto3
 
 
-@lru_cache(maxsize=None)
+@cache
 def client(service: str, region: str = "us-east-1") -> Any:
     """The process's client of `service` in `region` (default credentials: the tests' fake ones)."""
     return boto3.client(service, region_name=region)  # type: ignore[call-overload]

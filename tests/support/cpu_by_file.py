@@ -33,7 +33,8 @@ class _Meter:
     def switch(self, file: str | None) -> None:
         now, wall = _cpu(), time.monotonic()
         if self.file is not None:
-            line = {"file": self.file, "cpu": round(now - self.started, 2), "wall": round(wall - self.wall, 2)}
+            cpu, elapsed = round(now - self.started, 2), round(wall - self.wall, 2)
+            line = {"file": self.file, "cpu": cpu, "wall": elapsed}
             with self.out.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line) + "\n")
         self.file, self.started, self.wall = file, now, wall
