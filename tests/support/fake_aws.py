@@ -43,7 +43,17 @@ def _share_clients() -> None:
         config = kwargs.get("config")
         options = sorted((getattr(config, "_user_provided_options", None) or {}).items(), key=repr)
         others = sorted((k, v) for k, v in kwargs.items() if k != "config")
-        key = (service_name, args, repr(others), repr(options))
+        # What the session reads from the environment at creation: endpoints (AWS_ENDPOINT_URL_*), region,
+        # credentials. A test's local DynamoDB is often named there, not in the arguments.
+        aws = sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))
+        key = (
+            service_name,
+            args,
+            repr(others),
+            repr(options),
+            repr(aws),
+            repr(self.get_config_variable("region")),
+        )
         with lock:
             client = made.get(key)
         if client is None:
