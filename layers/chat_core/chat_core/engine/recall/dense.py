@@ -16,6 +16,8 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+from chat_core.engine.recall import segments
+
 Codes = list[tuple[int, int]]
 
 MAGIC: Final = b"VB1"
@@ -123,11 +125,6 @@ def rescore(query: Sequence[float], codes: Sequence[tuple[int, int]], limit: int
 
 
 def merge_plan(levels: Sequence[int]) -> list[int] | None:
-    """Indexes of MERGE_FANOUT runs sharing the lowest full level below TOP_LEVEL, else None."""
-    by_level: dict[int, list[int]] = {}
-    for at, level in enumerate(levels):
-        by_level.setdefault(level, []).append(at)
-    for level in sorted(by_level):
-        if level < TOP_LEVEL and len(by_level[level]) >= MERGE_FANOUT:
-            return by_level[level][:MERGE_FANOUT]
-    return None
+    """Indexes of MERGE_FANOUT runs sharing the lowest full level below TOP_LEVEL, else None (the
+    lexical segments' size-tiered policy, with the runs' own top level)."""
+    return segments.merge_plan(levels, fanout=MERGE_FANOUT, top_level=TOP_LEVEL)

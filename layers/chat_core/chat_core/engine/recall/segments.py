@@ -233,12 +233,14 @@ def merge(segments: Iterable[Segment]) -> bytes:
     return encode(docs)
 
 
-def merge_plan(levels: Sequence[int]) -> list[int] | None:
-    """Indexes of MERGE_FANOUT segments sharing the lowest full level below TOP_LEVEL, else None."""
+def merge_plan(
+    levels: Sequence[int], *, fanout: int = MERGE_FANOUT, top_level: int = TOP_LEVEL
+) -> list[int] | None:
+    """Indexes of `fanout` segments (or runs) sharing the lowest full level below `top_level`, else None."""
     by_level: dict[int, list[int]] = {}
     for index, level in enumerate(levels):
         by_level.setdefault(level, []).append(index)
     for level in sorted(by_level):
-        if level < TOP_LEVEL and len(by_level[level]) >= MERGE_FANOUT:
-            return by_level[level][:MERGE_FANOUT]
+        if level < top_level and len(by_level[level]) >= fanout:
+            return by_level[level][:fanout]
     return None
