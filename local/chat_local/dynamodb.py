@@ -64,6 +64,12 @@ def _is_s3_write(environ: dict[str, Any]) -> bool:
     return "/s3/aws4_request" in credential or "%2Fs3%2Faws4_request" in credential
 
 
+def _is_form_upload(environ: dict[str, Any]) -> bool:
+    """A PUT sent as form data: only S3 takes PUTs with a body here (SQS's form posts are POSTs)."""
+    kind = environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+    return environ.get("REQUEST_METHOD") == "PUT" and kind == "application/x-www-form-urlencoded"
+
+
 def dynamodb_client(endpoint: str, region: str) -> Any:
     return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region, config=_CLIENT_CONFIG)
 
@@ -113,6 +119,10 @@ class EmbeddedDynamoDB:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             target = environ.get("HTTP_X_AMZ_TARGET", "")
             if not target.startswith("DynamoDB_"):
+                if _is_form_upload(environ):
+                    # S3 stores a PUT's body whatever its Content-Type; moto's Flask app would parse form
+                    # data away first (`curl --data-binary` sends that type by default) and store nothing.
+                    environ["CONTENT_TYPE"] = "application/octet-stream"
                 if self.on_object_write is not None and _is_s3_write(environ):
                     return self._s3_write(app, environ, start_response)
                 return app(environ, start_response)

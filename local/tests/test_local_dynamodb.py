@@ -164,3 +164,27 @@ def test_ttl_sweep_removes_expired_items_only_and_remembers_them(client: Any, ta
     assert sorted(i["sk"]["S"] for i in remaining) == ["new", "none"]
     assert sweeper.was_swept(expired)
     assert not sweeper.was_swept({"pk": {"S": "T"}, "sk": {"S": "new"}})
+
+
+def test_a_presigned_put_sent_as_form_data_stores_its_body(store: EmbeddedDynamoDB) -> None:
+    """LOC-2: S3 stores a PUT's body whatever its Content-Type; `curl --data-binary` to a presigned URL
+    (form data by default) stores the file locally as it does deployed, not an empty object."""
+    import boto3
+    import httpx
+
+    # Given a bucket of the embedded store and a presigned PUT URL
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=store.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    s3.create_bucket(Bucket="uploads")
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": "uploads", "Key": "f.json"})
+    body = b'[{"title": "a=1&b=2"}]'
+    # When the file is PUT with curl's default Content-Type
+    answer = httpx.put(url, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    # Then the object holds the file byte for byte
+    assert answer.status_code == 200
+    assert s3.get_object(Bucket="uploads", Key="f.json")["Body"].read() == body
