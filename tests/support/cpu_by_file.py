@@ -2,7 +2,8 @@
 servers, builds, browsers), written as JSON lines to $CPU_BY_FILE (one line per file, each xdist worker
 appends). Wall time says what a file waited for on a busy machine; CPU says what it costs the suite
 wherever it runs. Enable with `-p tests.support.cpu_by_file`; `python -m tests.support.cpu_by_file F`
-prints the files that cost the most."""
+prints the files that cost the most. A child's CPU is counted when it is reaped: one a test left unwaited
+is billed to the file whose next subprocess reaps it, so a file's figure can hold another's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,15 @@ class _Meter:
         now, wall = _cpu(), time.monotonic()
         if self.file is not None:
             cpu, elapsed = round(now - self.started, 2), round(wall - self.wall, 2)
-            line = {"file": self.file, "cpu": cpu, "wall": elapsed}
+            line = {
+                "file": self.file,
+                "cpu": cpu,
+                "wall": elapsed,
+                "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+                # Threads still alive when the next file starts: a busy one left behind would bill its
+                # CPU to every later file of this worker.
+                "threads": sorted(t.name for t in threading.enumerate() if t is not threading.main_thread()),
+            }
             with self.out.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line) + "\n")
         self.file, self.started, self.wall = file, now, wall
