@@ -19,6 +19,8 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 # sam build to copy): the suite starts about sixty local servers and many subprocesses, and each compiled
 # the project's modules again when nothing was written (about 0.7 s of CPU per server start).
 export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
+# A shell's PYTHONDONTWRITEBYTECODE=1 would keep the cache empty.
+unexport PYTHONDONTWRITEBYTECODE
 export SAM_CLI_TELEMETRY := 0
 
 .PHONY: redrive help venv sam-venv template events permissions test test-cpu test-stress lint format typecheck cfn-lint checkov unit bench build run fuzz reliability encodings tokenizers clean lock chat local-reset browser screenshots
