@@ -37,34 +37,16 @@ def bits(vector: Sequence[float]) -> int:
     return out
 
 
-def _put(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _get(data: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
 def encode(dims: int, codes: Iterable[tuple[int, int]]) -> bytes:
     """A run of (seq, bits) codes of `dims` dimensions (any order; a seq given twice keeps the last)."""
     ordered = sorted(dict(codes).items())
     width = (dims + 7) // 8
     out = bytearray(MAGIC)
-    _put(out, dims)
-    _put(out, len(ordered))
+    segments.put_varint(out, dims)
+    segments.put_varint(out, len(ordered))
     previous = 0
     for seq, _ in ordered:
-        _put(out, seq - previous)
+        segments.put_varint(out, seq - previous)
         previous = seq
     for _, code in ordered:
         out += code.to_bytes(width, "little")
@@ -76,12 +58,12 @@ def decode(data: bytes) -> tuple[int, list[tuple[int, int]]]:
     body = zlib.decompress(data)
     if body[:3] != MAGIC:
         raise ValueError("not a dense run")
-    dims, pos = _get(body, 3)
-    count, pos = _get(body, pos)
+    dims, pos = segments.get_varint(body, 3)
+    count, pos = segments.get_varint(body, pos)
     seqs = []
     seq = 0
     for _ in range(count):
-        delta, pos = _get(body, pos)
+        delta, pos = segments.get_varint(body, pos)
         seq += delta
         seqs.append(seq)
     width = (dims + 7) // 8

@@ -70,14 +70,16 @@ class DocTerms:
     tf: Mapping[int, int]
 
 
-def _put(out: bytearray, value: int) -> None:
+def put_varint(out: bytearray, value: int) -> None:
+    """`value` (>= 0) appended as a LEB128 varint."""
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
 
 
-def _get(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+def get_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """(the varint at `pos`, the position after it)."""
     shift = result = 0
     while True:
         byte = data[pos]
@@ -103,16 +105,16 @@ def encode(docs: Sequence[DocTerms]) -> bytes:
         for term, tf in entry.tf.items():
             postings.setdefault(term, []).append((index, tf))
     out = bytearray(MAGIC)
-    _put(out, len(ordered))
-    _put(out, len(postings))
+    put_varint(out, len(ordered))
+    put_varint(out, len(postings))
     previous = 0
     for entry in ordered:
         doc = entry.doc
-        _put(out, doc.seq - previous)
-        _put(out, max(0, doc.seq - doc.parent_seq))
-        _put(out, doc.flags)
-        _put(out, doc.length)
-        _put(out, doc.tokens)
+        put_varint(out, doc.seq - previous)
+        put_varint(out, max(0, doc.seq - doc.parent_seq))
+        put_varint(out, doc.flags)
+        put_varint(out, doc.length)
+        put_varint(out, doc.tokens)
         previous = doc.seq
     hashes = array("I", sorted(postings))
     blob = bytearray()
@@ -121,8 +123,8 @@ def encode(docs: Sequence[DocTerms]) -> bytes:
         offsets.append(len(blob))
         last = 0
         for index, tf in postings[term]:
-            _put(blob, index - last)
-            _put(blob, tf)
+            put_varint(blob, index - last)
+            put_varint(blob, tf)
             last = index
     offsets.append(len(blob))
     counts = array("I", (len(postings[term]) for term in hashes))
@@ -154,11 +156,11 @@ class Segment:
             raise ValueError("not a recall segment")
         self.size = len(data)
         self._body = body
-        self.count, pos = _get(body, 3)
-        terms, pos = _get(body, pos)
+        self.count, pos = get_varint(body, 3)
+        terms, pos = get_varint(body, pos)
         self._docs_at = pos
         for _ in range(self.count * 5):
-            _, pos = _get(body, pos)
+            _, pos = get_varint(body, pos)
         self._hashes = array("I")
         self._hashes.frombytes(body[pos : pos + 4 * terms])
         pos += 4 * terms
@@ -181,11 +183,11 @@ class Segment:
             body, pos, seq = self._body, self._docs_at, 0
             docs = []
             for _ in range(self.count):
-                delta, pos = _get(body, pos)
-                back, pos = _get(body, pos)
-                flags, pos = _get(body, pos)
-                length, pos = _get(body, pos)
-                tokens, pos = _get(body, pos)
+                delta, pos = get_varint(body, pos)
+                back, pos = get_varint(body, pos)
+                flags, pos = get_varint(body, pos)
+                length, pos = get_varint(body, pos)
+                tokens, pos = get_varint(body, pos)
                 seq += delta
                 docs.append(Doc(seq, seq - back, flags, length, tokens))
             self._docs = docs
@@ -207,8 +209,8 @@ class Segment:
         out = []
         index = 0
         while pos < end:
-            delta, pos = _get(body, pos)
-            tf, pos = _get(body, pos)
+            delta, pos = get_varint(body, pos)
+            tf, pos = get_varint(body, pos)
             index += delta
             out.append((index, tf))
         return out
