@@ -67,7 +67,6 @@ def _first_conversation(owner: str) -> str:
     """One conversation of PER_CONVERSATION messages through the append handler (30 per call, no model
     call): the items a real append writes (messages, turn-log events, the conversation and its listing
     copy), to be cloned."""
-    from tests.support import events
     from tests.support import functions as api
 
     cid = str(api.create(user=owner).body["conversation_id"])
@@ -76,15 +75,7 @@ def _first_conversation(owner: str) -> str:
             {"role": "user" if (start + i) % 2 == 0 else "assistant", "content": f"message {start + i} " * 20}
             for i in range(min(PER_APPEND, PER_CONVERSATION - start))
         ]
-        event = events.http_event(
-            "POST",
-            f"/conversations/{cid}/messages",
-            route="/conversations/{conversation_id}/messages",
-            path_parameters={"conversation_id": cid},
-            body={"messages": batch},
-            user=owner,
-        )
-        assert api.invoke("append_messages", event).status == 201
+        assert api.append(cid, batch, user=owner).status == 201
     return cid
 
 
