@@ -14,7 +14,7 @@ from chat_core.chat.recall import embedding as recall_embedding
 from chat_core.chat.recall import upkeep as recall_upkeep
 from chat_core.engine.recall import vectors
 from chat_core.errors import ProviderFailed
-from chat_core.llm.embeddings import EMBEDDER
+from chat_core.llm.embeddings import EMBEDDER, OfflineEmbeddings
 from chat_core.llm.offline import offline_vector
 from chat_core.runtime import current
 from chat_core.store import ledger
@@ -353,3 +353,39 @@ def test_a_failing_provider_falls_back_to_bm25_and_leaves_the_backlog(semantic: 
     result = run_stream(stream)
     assert result["recall"]["vectors"] == 0
     assert store.read_mark("alice", cid).watermark == len(DISTRACTORS) + len(NEUTRAL) + 1
+
+
+class _EchoingNames:
+    """The offline stand-in's vectors under the model name asked for (a provider that answers with the
+    name it was sent, as a passage and a query name of one model may both be), recording the names."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def embed(self, texts: Any, *, model: str, time_budget_s: float | None = None) -> Any:
+        self.asked.append(model)
+        found = OfflineEmbeddings(current().settings).embed(texts, model=model, time_budget_s=time_budget_s)
+        return replace(found, model=model)
+
+
+def test_mem55_the_current_message_is_embedded_with_the_query_model(semantic: None) -> None:
+    """MEM-55: RECALL_EMBEDDINGS_QUERY_MODEL names the current message's model; the stored vectors,
+    recorded under RECALL_EMBEDDINGS_MODEL, still count as the same model's."""
+    # Given a passage and a query name of one model, and a provider answering with the name it was sent
+    install(
+        replace(
+            current().settings,
+            recall_embeddings_model="e5-passage",
+            recall_embeddings_query_model="e5-query",
+        )
+    )
+    names = _EchoingNames()
+    current().provide(EMBEDDER, names)
+    cid = seed([TARGET, *DISTRACTORS, *NEUTRAL], {"max_messages": 4})
+    assert set(names.asked) == {"e5-passage"}
+    # When the window of a question asks for semantic recall
+    hybrid_policy = {"max_messages": 4, "recall": {"max_tokens": 72, "semantic": True}}
+    found = recalled(api.window(cid, QUESTION, window_policy=hybrid_policy))
+    # Then the question went as a query, and the paraphrase BM25 ranks low is recalled by its vector
+    assert names.asked[-1] == "e5-query"
+    assert 1 in found

@@ -151,12 +151,18 @@ class Settings:
     #: MEM-48: semantic recall's embeddings model (RECALL_EMBEDDINGS_MODEL; none: off), the vector size
     #: asked of it (RECALL_EMBEDDINGS_DIMENSIONS; 0: the model's own) and the inputs of one request
     recall_embeddings_model: str | None = None
+    #: MEM-55: the model name the current message is embedded with at window time
+    #: (RECALL_EMBEDDINGS_QUERY_MODEL; none: RECALL_EMBEDDINGS_MODEL), for models such as e5 whose
+    #: queries take another prefix than their passages
+    recall_embeddings_query_model: str | None = None
     recall_embeddings_dimensions: int = 0
     recall_embeddings_batch: int = 64
     #: MEM-48: where the embeddings model answers (EMBEDDINGS_BASE_URL), when not at the chat model's
-    #: LLM_BASE_URL; its API key is EMBEDDINGS_API_KEY (else the chat model's)
+    #: LLM_BASE_URL; its API key is EMBEDDINGS_API_KEY or, winning over it, the SSM parameter or secret
+    #: EMBEDDINGS_API_KEY_PARAMETER names (MEM-56; else, at the chat model's address, the chat model's)
     embeddings_base_url: str | None = None
     embeddings_api_key: str | None = None
+    embeddings_api_key_parameter: str | None = None
     # turn log (seed 002): model calls allowed in one turn before it ends with status max_steps
     max_turn_steps: int = 100
     # costs and budgets (COST-1..COST-4): the deployment's prices over the built-in table (PRICES, JSON;
@@ -210,6 +216,13 @@ class Settings:
         """The embeddings model's base URL: EMBEDDINGS_BASE_URL, else the chat model's (None: offline)."""
         return self.embeddings_base_url or self.llm_base_url
 
+    @property
+    def recall_query_model(self) -> str | None:
+        """MEM-55: the model name the current message is embedded with (None: semantic recall is off)."""
+        if not self.recall_embeddings_model:
+            return None
+        return self.recall_embeddings_query_model or self.recall_embeddings_model
+
 
 def read_settings() -> Settings:
     """The settings the environment holds now (a runtime reads them once: Lambda init, local server start)."""
@@ -252,8 +265,10 @@ def read_settings() -> Settings:
         facts_input_max_tokens=max(500, _int("FACTS_INPUT_MAX_TOKENS", 4000)),
         facts_max_current=max(1, _int("FACTS_MAX_CURRENT", 100)),
         recall_embeddings_model=_str("RECALL_EMBEDDINGS_MODEL") or None,
+        recall_embeddings_query_model=_str("RECALL_EMBEDDINGS_QUERY_MODEL") or None,
         embeddings_base_url=_str("EMBEDDINGS_BASE_URL").rstrip("/") or None,
         embeddings_api_key=_str("EMBEDDINGS_API_KEY") or None,
+        embeddings_api_key_parameter=_str("EMBEDDINGS_API_KEY_PARAMETER") or None,
         recall_embeddings_dimensions=max(0, _int("RECALL_EMBEDDINGS_DIMENSIONS", 0)),
         recall_embeddings_batch=min(2048, max(1, _int("RECALL_EMBEDDINGS_BATCH", 64))),
         max_turn_steps=max(1, _int("MAX_TURN_STEPS", 100)),

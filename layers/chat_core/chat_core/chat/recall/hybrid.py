@@ -1,7 +1,7 @@
 """Hybrid recall at window time (MEM-51): BM25's candidates re-ranked with their vectors.
 
 With the window policy's `"recall": {"semantic": true}` and RECALL_EMBEDDINGS_MODEL set, recall's
-candidates are:
+candidates (the current message embedded as RECALL_EMBEDDINGS_QUERY_MODEL, else the same model) are:
 - the best BM25 hits of the conversation's index, each with its tool group (as recall takes it), and
 - the messages the post's Query read that the recency window left out, even with no word in common
   with the current message (they cost no read: they are at hand),
@@ -141,7 +141,7 @@ def hybrid_scores(
     """The candidates fused, or None (BM25 alone) when semantic recall is off or its call failed.
     `runs`: the conversation's dense codes, whose nearest (as `keep` allows) join BM25's candidates."""
     settings = settings or get_settings()
-    model = settings.recall_embeddings_model
+    model = settings.recall_query_model
     if not model or not query.strip():
         return None
     if not lexical and not runs and not extra:
@@ -167,10 +167,13 @@ def hybrid_scores(
         charge_now(owner, [charge])  # the call was made: charged even though the request fails
         raise
     wanted = vectors.normalise(answer.vectors[0])
+    # MEM-55: a passage and a query may go by two names of one model (e5's `e5-passage` and `e5-query`),
+    # so a stored vector is this model's when it was recorded under the query's answer or either name.
+    ours = {None, answer.model, settings.recall_embeddings_model, settings.recall_embeddings_query_model}
     semantic: dict[int, float] = {}
     for seq in seqs:
         found_vector = stored.get(seq)
-        if found_vector is None or found_vector[0] not in (None, answer.model):
+        if found_vector is None or found_vector[0] not in ours:
             continue  # none yet, or made by another model (RECALL_EMBEDDINGS_MODEL changed): BM25's rank only
         data = found_vector[1]
         try:
