@@ -37,7 +37,8 @@ A request with ``"stream": true`` is answered (ok, tool_call, stream_cut) as Ser
 chunk per word (tool calls in two argument pieces), the finish chunk, the usage chunk when
 ``stream_options.include_usage`` is set, then ``data: [DONE]``; ``chunk_delay`` seconds between chunks.
 
-Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models`` (also
+Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/embeddings`` (also
+``/embeddings``: a unit vector of two dimensions per input, the API key checked), ``GET /v1/models`` (also
 ``/models``), ``POST /_control`` (JSON with any of mode, slow_seconds, flaky_failures, flaky_status,
 retry_after, huge_bytes, api_key, reply, canned, reset), ``GET /_requests`` (what was received, as JSON).
 """
@@ -312,10 +313,44 @@ class _Handler(BaseHTTPRequestHandler):
             self._control(body)
             return
         self._record(body)
+        if path in ("/embeddings", "/v1/embeddings"):
+            self._embeddings(body)
+            return
         if path not in ("/chat/completions", "/v1/chat/completions"):
             self._error(404, f"no route POST {path}", "not_found")
             return
         self._completion(body)
+
+    def _embeddings(self, body: bytes) -> None:
+        """A unit vector per input (its two dimensions from the input's hash), whatever the mode."""
+        state = self.server.state
+        if state.api_key is not None and self.headers.get("Authorization") != f"Bearer {state.api_key}":
+            self._error(401, "Incorrect API key provided.", "invalid_request_error")
+            return
+        try:
+            request = json.loads(body)
+            inputs = request["input"]
+            if not isinstance(inputs, list):
+                raise TypeError("input must be a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            self._error(400, f"invalid request body: {exc}", "invalid_request_error")
+            return
+        data = []
+        for index, text in enumerate(inputs):
+            turn = hashlib.sha256(str(text).encode("utf-8")).digest()[0] / 255
+            data.append(
+                {"object": "embedding", "index": index, "embedding": [turn, (1 - turn * turn) ** 0.5]}
+            )
+        used = sum(_approx_tokens(str(text)) for text in inputs)
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": str(request.get("model") or "standin-embeddings"),
+                "usage": {"prompt_tokens": used, "total_tokens": used},
+            },
+        )
 
     def _control(self, body: bytes) -> None:
         try:

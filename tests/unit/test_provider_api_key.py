@@ -1,4 +1,5 @@
-"""The model API key from SSM Parameter Store or Secrets Manager (moto), sent to a real stand-in server."""
+"""The model API keys (the chat model's, MEM-56 the embeddings model's) from SSM Parameter Store or
+Secrets Manager (moto), sent to a real stand-in server."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from chat_core.errors import ProviderFailed
 from chat_core.llm.api_key import api_key_source
 from chat_core.llm.client import OpenAICompatibleProvider
+from chat_core.llm.embeddings_http import OpenAICompatibleEmbeddings
 from chat_core.settings import Settings
 from moto import mock_aws
 
@@ -19,6 +21,8 @@ from tests.support.runtime import drop, install
 
 KEY = "sk-from-aws-0123456789"
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "hello"}]
+#: The chat model's address beside an embeddings address of its own: nothing listens there.
+CHAT_URL = "http://127.0.0.1:9/v1"
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +47,16 @@ def aws() -> Iterator[None]:
 def provider_for(standin: OpenAIStandin, **settings: Any) -> OpenAICompatibleProvider:
     """A provider of these settings, in a runtime of them (which caches the key) installed for the test."""
     return OpenAICompatibleProvider(install(Settings(llm_base_url=standin.base_url, **settings)).settings)
+
+
+def embedder_for(standin: OpenAIStandin, **settings: Any) -> OpenAICompatibleEmbeddings:
+    """Embeddings at the stand-in as EMBEDDINGS_BASE_URL, the chat model at an address never asked."""
+    config = Settings(llm_base_url=CHAT_URL, embeddings_base_url=standin.base_url, **settings)
+    return OpenAICompatibleEmbeddings(install(config).settings)
+
+
+def embeddings_requests(standin: OpenAIStandin) -> list[Any]:
+    return [r for r in standin.requests if r.path.endswith("/embeddings")]
 
 
 def test_key_from_ssm_secure_string_is_decrypted_and_sent(standin: OpenAIStandin, aws: None) -> None:
@@ -143,3 +157,78 @@ def test_parameter_reference_forms(reference: str, expected: tuple[str, str, str
     """LLM_API_KEY_PARAMETER forms: SSM name, ssm:, secret:, and ARNs (whose region is used)."""
     # Given / When a reference is classified / Then service, name and region are as documented
     assert api_key_source(reference) == expected
+
+
+def test_mem56_embeddings_key_from_ssm_wins_over_the_plain_variable(
+    standin: OpenAIStandin, aws: None
+) -> None:
+    """MEM-56: EMBEDDINGS_API_KEY_PARAMETER (an SSM SecureString) is decrypted and sent to
+    EMBEDDINGS_BASE_URL, over EMBEDDINGS_API_KEY."""
+    # Given the embeddings key in SSM, a stale EMBEDDINGS_API_KEY and a chat key of its own
+    boto3.client("ssm").put_parameter(Name="/chat/embeddings-api-key", Value=KEY, Type="SecureString")
+    embedder = embedder_for(
+        standin,
+        llm_api_key="sk-chat",
+        embeddings_api_key="sk-stale",
+        embeddings_api_key_parameter="/chat/embeddings-api-key",
+    )
+    # When a text is embedded
+    answer = embedder.embed(["hello"], model="e5-passage")
+    # Then the embeddings address accepted the parameter's key
+    assert len(answer.vectors) == 1
+    assert embeddings_requests(standin)[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_mem56_embeddings_key_from_a_json_secret(standin: OpenAIStandin, aws: None) -> None:
+    """MEM-56: 'secret:NAME' in EMBEDDINGS_API_KEY_PARAMETER reads Secrets Manager; a JSON secret's
+    EMBEDDINGS_API_KEY field is the key."""
+    # Given a JSON secret holding the embeddings key
+    boto3.client("secretsmanager").create_secret(
+        Name="chat/embeddings", SecretString=json.dumps({"EMBEDDINGS_API_KEY": KEY, "note": "monthly"})
+    )
+    # When a text is embedded
+    embedder_for(standin, embeddings_api_key_parameter="secret:chat/embeddings").embed(["a"], model="e5")
+    # Then the key inside the JSON was sent
+    assert embeddings_requests(standin)[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_mem56_the_chat_key_never_goes_to_the_embeddings_address(standin: OpenAIStandin, aws: None) -> None:
+    """MEM-48, MEM-56: with EMBEDDINGS_BASE_URL and no embeddings key, the chat model's key (its
+    parameter's, or LLM_API_KEY) is not sent there."""
+    # Given the chat key in SSM and in LLM_API_KEY, and no key for the embeddings address
+    standin.configure(api_key=None)
+    boto3.client("ssm").put_parameter(Name="/chat/llm-api-key", Value=KEY, Type="SecureString")
+    embedder = embedder_for(standin, llm_api_key="sk-chat", llm_api_key_parameter="/chat/llm-api-key")
+    # When a text is embedded
+    embedder.embed(["a"], model="e5")
+    # Then the embeddings address got no key at all
+    assert "authorization" not in embeddings_requests(standin)[-1].headers
+
+
+def test_mem56_embeddings_parameter_is_not_read_at_the_chat_models_address(
+    standin: OpenAIStandin, aws: None
+) -> None:
+    """MEM-56: without EMBEDDINGS_BASE_URL the embeddings go to the chat model with the chat model's key;
+    EMBEDDINGS_API_KEY_PARAMETER is not read."""
+    # Given the chat key as LLM_API_KEY and an embeddings parameter that does not exist
+    settings = Settings(llm_base_url=standin.base_url, llm_api_key=KEY, embeddings_api_key_parameter="/none")
+    # When a text is embedded
+    OpenAICompatibleEmbeddings(install(settings).settings).embed(["a"], model="e5")
+    # Then the chat model's key was sent
+    assert embeddings_requests(standin)[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_mem56_missing_embeddings_parameter_fails_naming_it(standin: OpenAIStandin, aws: None) -> None:
+    """MEM-56: an unreadable embeddings key is a ProviderFailed ('configuration') naming the parameter and
+    EMBEDDINGS_API_KEY_PARAMETER; the embeddings model is not called."""
+    # Given a reference to a parameter that does not exist
+    embedder = embedder_for(standin, embeddings_api_key_parameter="/chat/missing-embeddings")
+    # When a text is embedded
+    with pytest.raises(ProviderFailed) as failed:
+        embedder.embed(["a"], model="e5")
+    # Then the failure names the parameter and its variable, and nothing was sent
+    assert failed.value.kind == "configuration"
+    assert "/chat/missing-embeddings" in failed.value.message
+    assert "EMBEDDINGS_API_KEY_PARAMETER" in failed.value.message
+    assert "LLM_API_KEY_PARAMETER" not in failed.value.message
+    assert embeddings_requests(standin) == []

@@ -19,7 +19,7 @@ import httpx
 
 from chat_core.engine import tokens
 from chat_core.errors import ChatError, ProviderFailed
-from chat_core.llm.api_key import resolve_api_key
+from chat_core.llm.api_key import resolve_api_key, resolve_embeddings_api_key
 from chat_core.llm.client import _http_client, _Received, provider_response_record
 from chat_core.llm.embeddings import Embeddings, batches
 from chat_core.llm.parsing import describe, error_detail, retry_after
@@ -173,12 +173,10 @@ class OpenAICompatibleEmbeddings:
         )
 
     def _auth(self, model: str) -> dict[str, str]:
-        if self.settings.embeddings_base_url:
-            # another address than the chat model's: never send it the chat model's key
-            own = self.settings.embeddings_api_key
-            return {"Authorization": f"Bearer {own}"} if own else {}
+        # Another address than the chat model's gets its own key (MEM-56), never the chat model's.
+        resolve = resolve_embeddings_api_key if self.settings.embeddings_base_url else resolve_api_key
         try:
-            key = resolve_api_key(self.settings)
+            key = resolve(self.settings)
         except ChatError as exc:
             raise ProviderFailed(
                 exc.message, provider_response={"error": exc.message, "model": model}, kind="configuration"
