@@ -105,6 +105,9 @@ class Function:
     env_params: tuple[tuple[str, str], ...] = ()
     #: Reads the model's API key (the SSM parameter or the secret, when one is configured).
     calls_model: bool = False
+    #: Embeds for semantic recall (MEM-48): reads the embeddings model's API key (MEM-56), and the chat
+    #: model's when the embeddings model answers at the chat model's address.
+    embeds: bool = False
     #: Reads the prices parameter (COST-1), when one is configured.
     prices: bool = False
     grants: tuple[Grant, ...] = ()
@@ -202,6 +205,7 @@ FUNCTIONS: tuple[Function, ...] = (
         timeout=29,
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -232,6 +236,7 @@ FUNCTIONS: tuple[Function, ...] = (
         timeout=29,
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -264,6 +269,7 @@ FUNCTIONS: tuple[Function, ...] = (
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"), ("STREAM_BUDGET_SECONDS", "280")),
         env_params=(("JWT_ISSUER", "JwtIssuer"), ("JWT_AUDIENCE", "JwtAudience")),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -317,6 +323,7 @@ FUNCTIONS: tuple[Function, ...] = (
         timeout=29,
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -355,6 +362,7 @@ FUNCTIONS: tuple[Function, ...] = (
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
         env_params=(("JWT_ISSUER", "JwtIssuer"), ("JWT_AUDIENCE", "JwtAudience")),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -473,6 +481,7 @@ FUNCTIONS: tuple[Function, ...] = (
         folder="build_window",
         operation="POST /conversations/{conversation_id}/window (no model call)",
         http=(HttpRoute("POST", "/conversations/{conversation_id}/window"),),
+        embeds=True,
         grants=(
             Grant(
                 ("dynamodb:Query",),
@@ -597,6 +606,7 @@ FUNCTIONS: tuple[Function, ...] = (
         timeout=29,
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -627,6 +637,7 @@ FUNCTIONS: tuple[Function, ...] = (
         timeout=29,
         env=(("IDEMPOTENCY_TTL_SECONDS", "3600"),),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(
@@ -1034,6 +1045,7 @@ FUNCTIONS: tuple[Function, ...] = (
             ("FACTS_EXTRACTION", "FactsExtraction"),
         ),
         calls_model=True,
+        embeds=True,
         prices=True,
         grants=(
             Grant(

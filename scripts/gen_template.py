@@ -317,7 +317,8 @@ def render_shared_policies() -> list[str]:
     decrypt = [f for f in FUNCTIONS if f.kms_actions == {"kms:Decrypt"}]
     send = [f for f in FUNCTIONS if "kms:GenerateDataKey" in f.kms_actions]
     prices = [f for f in FUNCTIONS if f.prices]
-    model = [f for f in FUNCTIONS if f.calls_model]
+    model = [f for f in FUNCTIONS if f.calls_model or f.embeds]
+    embedders = [f for f in FUNCTIONS if f.embeds]
     key = ["            Resource: !Ref KmsKeyArn"]
     return [
         *SHARED_POLICIES_NOTE,
@@ -346,7 +347,7 @@ def render_shared_policies() -> list[str]:
             [line[4:] for line in _ssm_arn("PricesParameter", "PricesParameterIsPath")],
             prices,
         ),
-        "  # The functions that call the model read its API key: from the secret, or else from the parameter.",  # noqa: E501
+        "  # The functions that call the model or embed at its address read its API key (the secret, else the parameter).",  # noqa: E501
         *_managed_policy(
             "ModelApiKeySecretReadPolicy",
             "HasApiKeySecret",
@@ -362,6 +363,23 @@ def render_shared_policies() -> list[str]:
             "ssm:GetParameter",
             [line[4:] for line in _ssm_arn("LlmApiKeySsmParameter", "ApiKeySsmIsPath")],
             model,
+        ),
+        "  # MEM-56: the functions that embed read the embeddings model's own key: the secret, or else the parameter.",  # noqa: E501
+        *_managed_policy(
+            "EmbeddingsApiKeySecretReadPolicy",
+            "HasEmbeddingsApiKeySecret",
+            "Read the secret holding the embeddings model's API key.",
+            "secretsmanager:GetSecretValue",
+            ["            Resource: !Ref EmbeddingsApiKeySecretArn"],
+            embedders,
+        ),
+        *_managed_policy(
+            "EmbeddingsApiKeyParameterReadPolicy",
+            "HasEmbeddingsApiKeySsm",
+            "Read the SSM parameter holding the embeddings model's API key.",
+            "ssm:GetParameter",
+            [line[4:] for line in _ssm_arn("EmbeddingsApiKeySsmParameter", "EmbeddingsApiKeySsmIsPath")],
+            embedders,
         ),
     ]
 

@@ -12,45 +12,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_local.template import Resolver, load_yaml
+from chat_local.template import load_yaml
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+from tests.support.deployed import TEMPLATE, deployed
+
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 DECRYPT = {"kms:Decrypt"}
 SEND = {"kms:GenerateDataKey", "kms:Decrypt"}
 
 
-@dataclass
-class _Symbolic(Resolver):
-    """Parameters and conditions resolve; other resources stay as the Ref/GetAtt that names them."""
-
-    def ref(self, name: str) -> Any:
-        if name.startswith("AWS::") or name in self.parameters:
-            return super().ref(name)
-        return {"Ref": name}
-
-    def get_att(self, logical_id: str, attribute: str) -> Any:
-        return {"Fn::GetAtt": [logical_id, attribute]}
-
-
 def _deployed(kms_key_arn: str) -> dict[str, dict[str, Any]]:
     """The resources CloudFormation would create with KmsKeyArn set to `kms_key_arn`, resolved."""
-    data = load_yaml(TEMPLATE)
-    parameters = {name: spec.get("Default", "") for name, spec in data["Parameters"].items()}
-    parameters.update(KmsKeyArn=kms_key_arn, JwtIssuer="https://issuer.example", JwtAudience="client")
-    resolver = _Symbolic(parameters, data["Conditions"], {}, {}, "us-east-1")
-    resources = {
-        name: resolver.resolve(resource)
-        for name, resource in data["Resources"].items()
-        if "Condition" not in resource or resolver.condition(resource["Condition"])
-    }
-    assert not resolver.unresolved, resolver.unresolved
-    return resources
+    return deployed(KmsKeyArn=kms_key_arn)[0]
 
 
 def _of_type(resources: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
