@@ -330,6 +330,35 @@ def test_mem51_sign_bits_runs_round_trip_and_rank_by_hamming() -> None:
     assert dense.merge_plan([dense.TOP_LEVEL] * 4) is None
 
 
+def test_mem51_nearest_and_rescore_agree_with_a_brute_force_ranking() -> None:
+    import random
+
+    from chat_core.engine.recall import dense
+
+    # Given 3,000 random 384-dimension vectors in three runs, and a query
+    rng = random.Random(7)
+    vectors_ = {seq: [rng.gauss(0, 1) for _ in range(384)] for seq in range(1, 3001)}
+    codes = [(seq, dense.bits(v)) for seq, v in vectors_.items()]
+    runs = [codes[:1000], codes[1000:2000], codes[2000:]]
+    query = [rng.gauss(0, 1) for _ in range(384)]
+    wanted = dense.bits(query)
+    # (the closest 400 are left out, so the first distance cut keeps too few and must widen)
+    closest = sorted(codes, key=lambda c: ((wanted ^ c[1]).bit_count(), -c[0]))
+    left_out = {seq for seq, _ in closest[:400]}
+    # When the 200 nearest kept codes are asked for, then reordered by the float query
+    found = dense.nearest(wanted, runs, 200, lambda s: s not in left_out)
+    reordered = dense.rescore(query, found, 50)
+    # Then they are the brute force's: closest first, the newer first on a tie
+    assert found == [c for c in closest if c[0] not in left_out][:200]
+
+    def dot(seq: int) -> float:
+        return sum(q if x > 0 else 0.0 for q, x in zip(query, vectors_[seq], strict=True))
+
+    assert reordered == sorted((s for s, _ in found), key=lambda s: -dot(s))[:50]
+    # And a code longer than the query (another model's) is ranked, never an error
+    assert dense.rescore([1.0, -1.0], [(1, (1 << 383) | 1), (2, 2)], 2) == [1, 2]
+
+
 def test_mem48_embeddings_go_to_their_own_address_with_their_own_key() -> None:
     # Given EMBEDDINGS_BASE_URL beside the chat model's LLM_BASE_URL, and a key for each
     asked: list[httpx.Request] = []

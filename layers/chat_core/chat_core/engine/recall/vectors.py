@@ -18,6 +18,7 @@ import math
 import struct
 from array import array
 from collections.abc import Mapping, Sequence
+from operator import mul
 from typing import Final, Literal
 
 MAGIC: Final = b"V1"
@@ -63,9 +64,9 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """The cosine of two vectors (0 when either is zero or their sizes differ)."""
     if len(a) != len(b) or not a:
         return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
+    dot = sum(map(mul, a, b))
+    na = math.sqrt(sum(map(mul, a, a)))
+    nb = math.sqrt(sum(map(mul, b, b)))
     if na == 0 or nb == 0:
         return 0.0
     return dot / (na * nb)

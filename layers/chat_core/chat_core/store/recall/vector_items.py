@@ -16,7 +16,7 @@ in one BatchGetItem (`candidates`), so a deleted message drops out there, at onc
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,12 +32,13 @@ from chat_core.store.keys import META_SK, conversation_pk, message_sk
 from chat_core.store.records import MessageRecord
 
 VECTOR_SK_PREFIX: Final = "EMB#"
+VECTOR_TYPE: Final = "recall_vector"
 MARK_SK: Final = "EMB#~"
 #: BatchGetItem takes at most 100 keys: 50 candidates with their vectors and messages, more at hand.
 BATCH_KEYS: Final = base.BATCH_GET_KEYS
 
 
-class RecallVector(TableItem, discriminator="recall_vector"):
+class RecallVector(TableItem, discriminator=VECTOR_TYPE):
     """`EMB#<seq>`: see the module docstring."""
 
     model = UnicodeAttribute(null=True)
@@ -181,12 +182,21 @@ def candidates_for(
             if record is not None:
                 messages[record.seq] = record
                 continue
-            item = TableItem.from_raw_data(wire)
-            if isinstance(item, RecallVector):
-                vectors[int(item.sk[len(VECTOR_SK_PREFIX) :])] = (item.model, bytes(item.data))
+            found = _vector_from_wire(wire)
+            if found is not None:
+                vectors[found[0]] = found[1:]
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
     return messages, vectors
+
+
+def _vector_from_wire(wire: Mapping[str, Any]) -> tuple[int, str | None, bytes] | None:
+    """(seq, model, data) of a vector item as BatchGetItem answers it, read straight from the wire (a
+    model instance per candidate cost more than the rest of the read); None for any other item."""
+    if (wire.get("type") or {}).get("S") != VECTOR_TYPE:
+        return None
+    model = (wire.get("model") or {}).get("S")
+    return int(wire["sk"]["S"][len(VECTOR_SK_PREFIX) :]), model, bytes(wire["data"]["B"])
 
 
 def charge_query(owner: str, charge: tuple[str, Charge]) -> None:
