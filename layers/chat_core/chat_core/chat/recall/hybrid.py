@@ -124,6 +124,37 @@ def plan_candidates(
     return chosen, nearby
 
 
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """The current message's embedding: its vector, the model that answered and the call's charge (not
+    charged yet). A window with scope "all" makes it once for both recalls (MEM-13, MEM-51)."""
+
+    vector: list[float]
+    model: str
+    charge: Charge
+
+
+def embed_query(query: str, settings: Settings | None = None) -> QueryEmbedding | None:
+    """The current message embedded with one provider call, or None when semantic recall is off or the
+    call failed (logged and counted: the caller falls back to BM25 alone)."""
+    settings = settings or get_settings()
+    model = settings.recall_embeddings_model
+    if not model or not query.strip():
+        return None
+    try:
+        answer = embeddings.get_embedder(settings).embed(
+            [query[:MAX_QUERY_CHARS]], model=model, time_budget_s=QUERY_TIME_BUDGET_S
+        )
+    except ProviderFailed as exc:
+        metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
+        logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
+        return None
+    charge = prices.charge(
+        answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
+    )
+    return QueryEmbedding(answer.vectors[0], answer.model, charge)
+
+
 def hybrid_scores(
     owner: str,
     conversation_id: str,
@@ -137,28 +168,22 @@ def hybrid_scores(
     runs: Sequence[dense.Codes] = (),
     keep: Callable[[int], bool] = lambda seq: True,
     around: Callable[[int], Sequence[int]] = lambda seq: (),
+    embedded: QueryEmbedding | None = None,
 ) -> Hybrid | None:
     """The candidates fused, or None (BM25 alone) when semantic recall is off or its call failed.
-    `runs`: the conversation's dense codes, whose nearest (as `keep` allows) join BM25's candidates."""
+    `runs`: the conversation's dense codes, whose nearest (as `keep` allows) join BM25's candidates.
+    `embedded`: the current message's embedding made already (its charge is the answer's), else made here."""
     settings = settings or get_settings()
-    model = settings.recall_embeddings_model
-    if not model or not query.strip():
+    if not settings.recall_embeddings_model or not query.strip():
         return None
     if not lexical and not runs and not extra:
         return None
-    try:
-        answer = embeddings.get_embedder(settings).embed(
-            [query[:MAX_QUERY_CHARS]], model=model, time_budget_s=QUERY_TIME_BUDGET_S
-        )
-    except ProviderFailed as exc:
-        metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
-        logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
+    answer = embedded or embed_query(query, settings)
+    if answer is None:
         return None
-    charge = prices.charge(
-        answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
-    )
-    shortlist = dense.nearest(dense.bits(answer.vectors[0]), runs, DENSE_SHORTLIST, keep)
-    near = dense.rescore(answer.vectors[0], shortlist, DENSE_DEPTH)
+    charge = answer.charge
+    shortlist = dense.nearest(dense.bits(answer.vector), runs, DENSE_SHORTLIST, keep)
+    near = dense.rescore(answer.vector, shortlist, DENSE_DEPTH)
     seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around)
     pk = conversation_pk(owner, conversation_id)
     try:
@@ -166,7 +191,7 @@ def hybrid_scores(
     except StoreUnavailable:
         charge_now(owner, [charge])  # the call was made: charged even though the request fails
         raise
-    wanted = vectors.normalise(answer.vectors[0])
+    wanted = vectors.normalise(answer.vector)
     semantic: dict[int, float] = {}
     for seq in seqs:
         found_vector = stored.get(seq)

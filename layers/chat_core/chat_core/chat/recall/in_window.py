@@ -233,10 +233,12 @@ def recall_messages(
     budget: int,
     *,
     semantic: bool = False,
+    embedded: recall_hybrid.QueryEmbedding | None = None,
 ) -> RecallResult:
     """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (with
     `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall.hybrid`), each hit with the turns
-    around it when they help (`engine.recall.packing`), oldest first in the answer."""
+    around it when they help (`engine.recall.packing`), oldest first in the answer. `embedded`: the
+    current message's embedding when the window made it already (its charge is then the window's)."""
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
         return RecallResult([])
@@ -286,6 +288,7 @@ def recall_messages(
             runs=index.runs,
             keep=dense_keep,
             around=lambda seq: _neighbours(seq, index.docs, at_hand),
+            embedded=embedded,
         )
         if found is not None:
             scores, ahead, charge = found.scores, found.messages, found.charge
