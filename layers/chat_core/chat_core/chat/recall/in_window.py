@@ -3,7 +3,7 @@
 The window policy's `recall` option: `true` takes up to DEFAULT_SHARE of the window's token budget (at most
 DEFAULT_CAP tokens; DEFAULT_TOKENS when the policy has no token budget), `{"max_tokens": N}` takes N
 (with no token budget N is a budget of its own, apart from the policy's caps). `"scope": "all"` also
-searches the caller's newest other conversations (`chat.recall.search`).
+searches the caller's newest other conversations (`chat.recall.across`).
 
 Candidates are the messages of the ACTIVE path the recency window left out: a conversation that never
 branched has one path (every live message); a branched one is followed from the oldest message of the
