@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from chat_core.errors import StoreUnavailable
 from chat_core.llm.embeddings import EMBEDDER, Embeddings, OfflineEmbeddings
 from chat_core.runtime import current
 from chat_core.store.recall import vector_items as store
@@ -99,6 +100,27 @@ def test_mem13_the_current_message_is_embedded_once_for_both_recalls(semantic: N
     assert 1 in recalled(answer)
     # And the question was embedded with one call, charged once
     assert counting.calls == 1
+    after = embedding_usage()
+    assert after is not None
+    assert after.calls == (before.calls if before else 0) + 1
+
+
+def test_mem13_a_store_failure_after_the_embedding_still_charges_it_once(
+    semantic: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given another conversation, and the candidates' read failing once the question is embedded
+    seed([TARGET, *FILLER[:10]], OTHER)
+    cid = str(api.create().body["conversation_id"])
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("busy")
+
+    monkeypatch.setattr(store, "messages_and_vectors", failing)
+    before = embedding_usage()
+    # When the window is built with semantic scope "all"
+    answer = api.window(cid, QUESTION, window_policy=across_policy(True))
+    # Then the request fails (to retry), and the embedding call it made is charged, once
+    assert answer.status == 503, answer.body
     after = embedding_usage()
     assert after is not None
     assert after.calls == (before.calls if before else 0) + 1

@@ -257,9 +257,10 @@ def assemble_window(
                 # One embedding for both recalls (MEM-51); when it fails both are BM25's alone.
                 embedded = recall_hybrid.embed_query(query)
                 semantic = embedded is not None
-            across = recall_across.across_block(
-                recall_from.owner, conversation.conversation_id, query, share // 2, model, embedded
-            )
+            with recall_hybrid.charged_if_failed(recall_from.owner, embedded):
+                across = recall_across.across_block(
+                    recall_from.owner, conversation.conversation_id, query, share // 2, model, embedded
+                )
             if across is not None:
                 share -= int(across["tokens"])
                 if policy.token_budget is not None:
@@ -276,17 +277,18 @@ def assemble_window(
         sent_seqs = {int(m["seq"]) for m in (*pinned, *usable) if m["message_id"] not in left_out}
         if user is not None:
             sent_seqs.add(user.seq)
-        found = recall_messages(
-            recall_from.owner,
-            conversation,
-            history,
-            recall_from.read,
-            query,
-            sent_seqs,
-            share,
-            semantic=semantic,
-            embedded=embedded,
-        )
+        with recall_hybrid.charged_if_failed(recall_from.owner, embedded):
+            found = recall_messages(
+                recall_from.owner,
+                conversation,
+                history,
+                recall_from.read,
+                query,
+                sent_seqs,
+                share,
+                semantic=semantic,
+                embedded=embedded,
+            )
         recalled, did_not_fit = found.recalled, found.did_not_fit
         charge = embedded.charge if embedded is not None else found.charge
         if recalled:

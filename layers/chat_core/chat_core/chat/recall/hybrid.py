@@ -24,7 +24,8 @@ semantic recall never fails a post.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import zip_longest
@@ -189,7 +190,8 @@ def hybrid_scores(
     try:
         messages, stored = store.candidates_for(pk, seqs, have=set(at_hand), also=nearby)
     except StoreUnavailable:
-        charge_now(owner, [charge])  # the call was made: charged even though the request fails
+        if embedded is None:  # the call was made: charged even though the request fails
+            charge_now(owner, [charge])
         raise
     wanted = vectors.normalise(answer.vector)
     semantic: dict[int, float] = {}
@@ -213,6 +215,18 @@ def hybrid_scores(
 def enabled(settings: Settings | None = None) -> bool:
     """Whether semantic recall is configured (RECALL_EMBEDDINGS_MODEL): the window then reads dense runs."""
     return bool((settings or get_settings()).recall_embeddings_model)
+
+
+@contextmanager
+def charged_if_failed(owner: str, embedded: QueryEmbedding | None) -> Iterator[None]:
+    """A store failure under it charges the query embedding the window made before it is raised (the call
+    was made; no reply will carry it)."""
+    try:
+        yield
+    except StoreUnavailable:
+        if embedded is not None:
+            charge_now(owner, [embedded.charge])
+        raise
 
 
 def charge_now(owner: str, charges: Sequence[Charge]) -> None:
