@@ -15,7 +15,7 @@ from chat_core.chat.recall import across as recall_across
 from chat_core.chat.recall import hybrid as recall_hybrid
 from chat_core.chat.recall.in_window import Recalled, recall_messages, recall_option
 from chat_core.chat.rules import check_id, check_parts, conversation_of, not_found
-from chat_core.engine import tokens
+from chat_core.engine import recall, tokens
 from chat_core.engine.costs import Charge
 from chat_core.engine.models import model_context
 from chat_core.engine.recall import packing
@@ -249,10 +249,18 @@ def assemble_window(
     option = recall_option(stored_policy)
     if option is not None and recall_from is not None and current is not None:
         share = option.budget(policy.token_budget)
+        query = message_text(current)
+        semantic = option.semantic
+        embedded: recall_hybrid.QueryEmbedding | None = None
         if option.scope == "all":  # MEM-13: half the share for the caller's other conversations
-            across = recall_across.across_block(
-                recall_from.owner, conversation.conversation_id, message_text(current), share // 2, model
-            )
+            if semantic and recall_hybrid.enabled() and recall.query_terms(query):
+                # One embedding for both recalls (MEM-51); when it fails both are BM25's alone.
+                embedded = recall_hybrid.embed_query(query)
+                semantic = embedded is not None
+            with recall_hybrid.charged_if_failed(recall_from.owner, embedded):
+                across = recall_across.across_block(
+                    recall_from.owner, conversation.conversation_id, query, share // 2, model, embedded
+                )
             if across is not None:
                 share -= int(across["tokens"])
                 if policy.token_budget is not None:
@@ -269,18 +277,20 @@ def assemble_window(
         sent_seqs = {int(m["seq"]) for m in (*pinned, *usable) if m["message_id"] not in left_out}
         if user is not None:
             sent_seqs.add(user.seq)
-        query = message_text(current)
-        found = recall_messages(
-            recall_from.owner,
-            conversation,
-            history,
-            recall_from.read,
-            query,
-            sent_seqs,
-            share,
-            semantic=option.semantic,
-        )
-        recalled, charge, did_not_fit = found.recalled, found.charge, found.did_not_fit
+        with recall_hybrid.charged_if_failed(recall_from.owner, embedded):
+            found = recall_messages(
+                recall_from.owner,
+                conversation,
+                history,
+                recall_from.read,
+                query,
+                sent_seqs,
+                share,
+                semantic=semantic,
+                embedded=embedded,
+            )
+        recalled, did_not_fit = found.recalled, found.did_not_fit
+        charge = embedded.charge if embedded is not None else found.charge
         if recalled:
             policy, usable, pinned = _with_recalled(policy, recalled, usable, pinned)
     result = select_window(

@@ -24,7 +24,8 @@ semantic recall never fails a post.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import zip_longest
@@ -124,6 +125,45 @@ def plan_candidates(
     return chosen, nearby
 
 
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """The current message's embedding: its vector, the model that answered and the call's charge (not
+    charged yet). A window with scope "all" makes it once for both recalls (MEM-13, MEM-51)."""
+
+    vector: list[float]
+    model: str
+    charge: Charge
+
+
+def compatible_models(answered: str, settings: Settings) -> set[str | None]:
+    """The model names a stored vector may carry to be compared with a query answered by `answered`.
+    MEM-55: a passage and a query may go by two names of one model (e5's `e5-passage` and `e5-query`),
+    so a stored vector is this model's when it was recorded under the query's answer or either name."""
+    return {None, answered, settings.recall_embeddings_model, settings.recall_embeddings_query_model}
+
+
+def embed_query(query: str, settings: Settings | None = None) -> QueryEmbedding | None:
+    """The current message embedded with one provider call (under RECALL_EMBEDDINGS_QUERY_MODEL, MEM-55),
+    or None when semantic recall is off or the call failed (logged and counted: the caller falls back to
+    BM25 alone)."""
+    settings = settings or get_settings()
+    model = settings.recall_query_model
+    if not settings.recall_embeddings_model or not model or not query.strip():
+        return None
+    try:
+        answer = embeddings.get_embedder(settings).embed(
+            [query[:MAX_QUERY_CHARS]], model=model, time_budget_s=QUERY_TIME_BUDGET_S
+        )
+    except ProviderFailed as exc:
+        metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
+        logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
+        return None
+    charge = prices.charge(
+        answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
+    )
+    return QueryEmbedding(answer.vectors[0], answer.model, charge)
+
+
 def hybrid_scores(
     owner: str,
     conversation_id: str,
@@ -137,39 +177,32 @@ def hybrid_scores(
     runs: Sequence[dense.Codes] = (),
     keep: Callable[[int], bool] = lambda seq: True,
     around: Callable[[int], Sequence[int]] = lambda seq: (),
+    embedded: QueryEmbedding | None = None,
 ) -> Hybrid | None:
     """The candidates fused, or None (BM25 alone) when semantic recall is off or its call failed.
-    `runs`: the conversation's dense codes, whose nearest (as `keep` allows) join BM25's candidates."""
+    `runs`: the conversation's dense codes, whose nearest (as `keep` allows) join BM25's candidates.
+    `embedded`: the current message's embedding made already (its charge is the answer's), else made here."""
     settings = settings or get_settings()
-    model = settings.recall_query_model
-    if not model or not query.strip():
+    if not settings.recall_embeddings_model or not query.strip():
         return None
     if not lexical and not runs and not extra:
         return None
-    try:
-        answer = embeddings.get_embedder(settings).embed(
-            [query[:MAX_QUERY_CHARS]], model=model, time_budget_s=QUERY_TIME_BUDGET_S
-        )
-    except ProviderFailed as exc:
-        metrics.add_metric(name="EmbeddingFailures", unit=MetricUnit.Count, value=1)
-        logger.warning("semantic recall fell back to BM25: the embeddings call failed", error=exc.message)
+    answer = embedded or embed_query(query, settings)
+    if answer is None:
         return None
-    charge = prices.charge(
-        answer.model, answer.prompt_tokens, 0, estimated=not answer.usage_reported, settings=settings
-    )
-    shortlist = dense.nearest(dense.bits(answer.vectors[0]), runs, DENSE_SHORTLIST, keep)
-    near = dense.rescore(answer.vectors[0], shortlist, DENSE_DEPTH)
+    charge = answer.charge
+    shortlist = dense.nearest(dense.bits(answer.vector), runs, DENSE_SHORTLIST, keep)
+    near = dense.rescore(answer.vector, shortlist, DENSE_DEPTH)
     seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around)
     pk = conversation_pk(owner, conversation_id)
     try:
         messages, stored = store.candidates_for(pk, seqs, have=set(at_hand), also=nearby)
     except StoreUnavailable:
-        charge_now(owner, [charge])  # the call was made: charged even though the request fails
+        if embedded is None:  # the call was made: charged even though the request fails
+            charge_now(owner, [charge])
         raise
-    wanted = vectors.normalise(answer.vectors[0])
-    # MEM-55: a passage and a query may go by two names of one model (e5's `e5-passage` and `e5-query`),
-    # so a stored vector is this model's when it was recorded under the query's answer or either name.
-    ours = {None, answer.model, settings.recall_embeddings_model, settings.recall_embeddings_query_model}
+    wanted = vectors.normalise(answer.vector)
+    ours = compatible_models(answer.model, settings)
     semantic: dict[int, float] = {}
     for seq in seqs:
         found_vector = stored.get(seq)
@@ -191,6 +224,18 @@ def hybrid_scores(
 def enabled(settings: Settings | None = None) -> bool:
     """Whether semantic recall is configured (RECALL_EMBEDDINGS_MODEL): the window then reads dense runs."""
     return bool((settings or get_settings()).recall_embeddings_model)
+
+
+@contextmanager
+def charged_if_failed(owner: str, embedded: QueryEmbedding | None) -> Iterator[None]:
+    """A store failure under it charges the query embedding the window made before it is raised (the call
+    was made; no reply will carry it)."""
+    try:
+        yield
+    except StoreUnavailable:
+        if embedded is not None:
+            charge_now(owner, [embedded.charge])
+        raise
 
 
 def charge_now(owner: str, charges: Sequence[Charge]) -> None:

@@ -3,7 +3,7 @@
 The window policy's `recall` option: `true` takes up to DEFAULT_SHARE of the window's token budget (at most
 DEFAULT_CAP tokens; DEFAULT_TOKENS when the policy has no token budget), `{"max_tokens": N}` takes N
 (with no token budget N is a budget of its own, apart from the policy's caps). `"scope": "all"` also
-searches the caller's newest other conversations (`chat.recall.search`).
+searches the caller's newest other conversations (`chat.recall.across`).
 
 Candidates are the messages of the ACTIVE path the recency window left out: a conversation that never
 branched has one path (every live message); a branched one is followed from the oldest message of the
@@ -233,10 +233,12 @@ def recall_messages(
     budget: int,
     *,
     semantic: bool = False,
+    embedded: recall_hybrid.QueryEmbedding | None = None,
 ) -> RecallResult:
     """Up to `budget` stored tokens of the active path's messages not in `sent`, best first by BM25 (with
     `semantic`, by BM25 fused with the embeddings' cosine: `chat.recall.hybrid`), each hit with the turns
-    around it when they help (`engine.recall.packing`), oldest first in the answer."""
+    around it when they help (`engine.recall.packing`), oldest first in the answer. `embedded`: the
+    current message's embedding when the window made it already (its charge is then the window's)."""
     terms = recall.query_terms(query)
     if not terms or budget <= 0:
         return RecallResult([])
@@ -286,6 +288,7 @@ def recall_messages(
             runs=index.runs,
             keep=dense_keep,
             around=lambda seq: _neighbours(seq, index.docs, at_hand),
+            embedded=embedded,
         )
         if found is not None:
             scores, ahead, charge = found.scores, found.messages, found.charge

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from chat_core.chat.paths import live_conversation
@@ -61,8 +61,20 @@ def search_hits(
         (conversation_pk(owner, cid), ref.id) for (_, cid), tail in tails.items() for ref in tail.segments
     ]
     loaded = store.read_segments(wanted) if wanted else {}
+    return rank_hits(owner, {cid: tail for (_, cid), tail in tails.items()}, loaded, query, limit=limit)
+
+
+def rank_hits(
+    owner: str,
+    tails: Mapping[str, store.Tail],
+    loaded: Mapping[tuple[str, str], Segment],
+    query: Sequence[int],
+    *,
+    limit: int,
+) -> list[tuple[str, Hit]]:
+    """The best `limit` hits of the conversations whose tails and segments ((pk, id) -> segment) are read."""
     found: list[tuple[str, Hit]] = []
-    for (_, cid), tail in tails.items():
+    for cid, tail in tails.items():
         if tail.n_docs == 0:
             continue
         pk = conversation_pk(owner, cid)

@@ -108,38 +108,66 @@ def read_state(pk: str) -> tuple[index.Tail, Runs]:
     return tail, runs
 
 
+def read_states(pks: Sequence[str]) -> dict[str, tuple[index.Tail, Runs]]:
+    """Each conversation's lexical tail and dense mark (absent: empty), in one BatchGetItem per 50
+    conversations: recall's scope "all" reads its 20 in the one call the lexical tails took (MEM-13)."""
+    found: dict[str, tuple[index.Tail, Runs]] = {pk: (index.Tail(), Runs()) for pk in pks}
+    keys = [key for pk in found for key in ((pk, index.TAIL_SK), (pk, MARK_SK))]
+    try:
+        for start in range(0, len(keys), base.BATCH_GET_KEYS):
+            for wire in base.batch_get_wire(keys[start : start + base.BATCH_GET_KEYS]):
+                item = TableItem.from_raw_data(wire)
+                tail, runs = found[item.pk]
+                if isinstance(item, index.RecallTail):
+                    found[item.pk] = (index.Tail.of(item), runs)
+                elif isinstance(item, RecallVectorMark):
+                    found[item.pk] = (tail, Runs.of(item))
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return found
+
+
 def read_parts(
     pk: str, segment_ids: Sequence[str], run_ids: Sequence[str]
 ) -> tuple[dict[str, Segment], dict[str, Codes]]:
     """The lexical segments and dense runs not cached, together in one BatchGetItem per 100 keys."""
-    segments: dict[str, Segment] = {}
+    segments, runs = read_many([(pk, sid) for sid in segment_ids], [(pk, rid) for rid in run_ids])
+    return {sid: seg for (_, sid), seg in segments.items()}, {rid: codes for (_, rid), codes in runs.items()}
+
+
+def read_many(
+    segment_keys: Sequence[tuple[str, str]], run_keys: Sequence[tuple[str, str]]
+) -> tuple[dict[tuple[str, str], Segment], dict[tuple[str, str], Codes]]:
+    """(pk, id) -> the lexical segments and dense runs of any conversations, those not cached together in
+    one BatchGetItem per 100 keys (absent ones, merged away meanwhile, are left out)."""
+    segments: dict[tuple[str, str], Segment] = {}
     seg_cache, run_cache = index._cache(), _cache()
-    runs: dict[str, Codes] = {}
+    runs: dict[tuple[str, str], Codes] = {}
     keys: list[tuple[str, str]] = []
-    for sid in segment_ids:
-        hit = seg_cache.get((pk, sid))
+    for key in segment_keys:
+        hit = seg_cache.get(key)
         if hit is not None:
-            segments[sid] = hit
+            segments[key] = hit
         else:
-            keys.append((pk, index.INDEX_SK_PREFIX + sid))
-    for rid in run_ids:
-        codes = run_cache.get((pk, rid))
+            keys.append((key[0], index.INDEX_SK_PREFIX + key[1]))
+    for key in run_keys:
+        codes = run_cache.get(key)
         if codes is not None:
-            runs[rid] = codes
+            runs[key] = codes
         else:
-            keys.append((pk, RUN_SK_PREFIX + rid))
+            keys.append((key[0], RUN_SK_PREFIX + key[1]))
     try:
         for start in range(0, len(keys), base.BATCH_GET_KEYS):
             for wire in base.batch_get_wire(keys[start : start + base.BATCH_GET_KEYS]):
                 item = TableItem.from_raw_data(wire)
                 if isinstance(item, index.RecallSegment):
-                    sid = item.sk[len(index.INDEX_SK_PREFIX) :]
-                    segments[sid] = Segment(bytes(item.data))
-                    seg_cache.put((pk, sid), segments[sid])
+                    key = (item.pk, item.sk[len(index.INDEX_SK_PREFIX) :])
+                    segments[key] = Segment(bytes(item.data))
+                    seg_cache.put(key, segments[key])
                 elif isinstance(item, RecallDenseRun):
-                    rid = item.sk[len(RUN_SK_PREFIX) :]
-                    runs[rid] = dense.decode(bytes(item.data))[1]
-                    run_cache.put((pk, rid), runs[rid])
+                    key = (item.pk, item.sk[len(RUN_SK_PREFIX) :])
+                    runs[key] = dense.decode(bytes(item.data))[1]
+                    run_cache.put(key, runs[key])
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
     return segments, runs

@@ -207,3 +207,26 @@ def charge_query(owner: str, charge: tuple[str, Charge]) -> None:
             item.update(actions=actions or [])
     except (PynamoDBException, ClientError, BotoCoreError) as exc:
         raise base.store_error(exc) from exc
+
+
+def messages_and_vectors(
+    messages: Sequence[tuple[str, int]], vectors: Sequence[tuple[str, int]]
+) -> tuple[list[MessageRecord], dict[tuple[str, int], tuple[str | None, bytes]]]:
+    """The messages and the vectors (with the model that made each) at (pk, seq) keys of any of the
+    owner's conversations, in ONE BatchGetItem (at most BATCH_KEYS keys: the rest are left out, as is
+    anything absent): recall's scope "all" reads its candidates so (MEM-13)."""
+    keys = [(pk, vector_sk(seq)) for pk, seq in vectors] + [(pk, message_sk(seq)) for pk, seq in messages]
+    found: list[MessageRecord] = []
+    stored: dict[tuple[str, int], tuple[str | None, bytes]] = {}
+    try:
+        for wire in base.batch_get_wire(keys[:BATCH_KEYS]) if keys else ():
+            record = MessageRecord.from_wire(wire)
+            if record is not None:
+                found.append(record)
+                continue
+            item = TableItem.from_raw_data(wire)
+            if isinstance(item, RecallVector):
+                stored[(item.pk, int(item.sk[len(VECTOR_SK_PREFIX) :]))] = (item.model, bytes(item.data))
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
+        raise base.store_error(exc) from exc
+    return found, stored
