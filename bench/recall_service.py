@@ -55,16 +55,18 @@ class Loaded:
 
 
 @contextmanager
-def service(*, semantic: bool = False) -> Iterator[Any]:
+def service(*, semantic: bool = False, embeddings: Mapping[str, str] | None = None) -> Iterator[Any]:
     """A fresh moto table and the post path with the model stubbed; yields a loader. `semantic`: with
-    RECALL_EMBEDDINGS_MODEL set (the offline stand-in's vectors: no provider in the bench's table)."""
+    RECALL_EMBEDDINGS_MODEL set (the offline stand-in's vectors: no provider in the bench's table);
+    `embeddings`: the environment of a real embeddings provider instead (EMBEDDINGS_BASE_URL, ...)."""
     import boto3
     from moto import mock_aws
 
     from bench.bench_storage import FixedReplyModel, _reset_pynamodb, chat_service
     from tests.support.table import create_table
 
-    extra = {"RECALL_EMBEDDINGS_MODEL": "text-embedding-3-small"} if semantic else {}
+    offline = {"RECALL_EMBEDDINGS_MODEL": "text-embedding-3-small"} if semantic else {}
+    extra = dict(embeddings) if embeddings else offline
     with (
         moto_fixes(),
         moto_env(TABLE_NAME=TABLE, **extra),
