@@ -306,6 +306,31 @@ def test_mem51_dense_candidates_take_turns_with_bm25s_and_bring_their_neighbours
     assert 2 not in nearby  # a neighbour already a candidate is not fetched twice
 
 
+def test_mem51_candidates_are_read_in_the_order_of_bm25_fused_with_the_sign_bits() -> None:
+    from chat_core.chat.recall.hybrid import plan_candidates, preliminary_order
+    from chat_core.engine.recall import dense
+
+    # Given a query, BM25 hits 1 (best), 2 and 3 (no bits yet), and a dense candidate 9 close to the query
+    query = [1.0, 1.0, -1.0, -1.0]
+    runs = [
+        [
+            (1, dense.bits([-1.0, -1.0, 1.0, 1.0])),  # BM25's best, opposite in meaning
+            (2, dense.bits([1.0, 1.0, -1.0, 1.0])),
+            (9, dense.bits([1.0, 1.0, -1.0, -1.0])),
+        ]
+    ]
+    lexical = {1: 9.0, 2: 8.0, 3: 7.0}
+    # When the candidates are ordered before the BatchGetItem
+    order = preliminary_order(lexical, [9], runs, query)
+    # Then they rank by the fusion (k = 10): BM25's best (1/11 + 1/13) just above its second, whose bits
+    # agree more (1/12 + 1/12), then the dense candidate (1/11) above BM25's third, which has no bits yet
+    # (1/13), where taking the two lists in turn would have read 9 second
+    assert order == [1, 2, 9, 3]
+    # And the plan reads them in that order (not BM25's and the dense list in turn)
+    chosen, _ = plan_candidates(lexical, {}, [], lambda seq: [seq], [9], order=order)
+    assert chosen == order
+
+
 def test_mem51_sign_bits_runs_round_trip_and_rank_by_hamming() -> None:
     from chat_core.engine.recall import dense
 

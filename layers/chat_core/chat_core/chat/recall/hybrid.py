@@ -54,6 +54,10 @@ MIN_COSINE: Final = 0.1
 #: LoCoMo's tuning half, docs/semantic-recall.md).
 DENSE_SHORTLIST: Final = 200
 DENSE_DEPTH: Final = 50
+#: Candidates are read in the order of a first fusion of BM25 with the sign bits' agreement (over BM25's
+#: PRELIMINARY_LEXICAL best and the dense nearest) rather than BM25's and the dense list in turn.
+PRELIMINARY: Final = True
+PRELIMINARY_LEXICAL: Final = 100
 #: Keys kept for the turns around the candidates (message keys only) once dense candidates are in.
 NEIGHBOUR_KEYS: Final = 40
 #: Seconds the current message's embedding may take on the post path, retries included (then BM25 alone).
@@ -82,6 +86,8 @@ def plan_candidates(
     expand: Callable[[int], list[int] | None],
     near: Sequence[int] = (),
     around: Callable[[int], Sequence[int]] = lambda seq: (),
+    *,
+    order: Sequence[int] | None = None,
 ) -> tuple[list[int], list[int]]:
     """The candidate seqs, BM25's best and the dense `near`est in turn (each with its group), then
     `extra`, within MAX_KEYS keys; and the turns `around` them to fetch (a message key each) while keys
@@ -101,8 +107,9 @@ def plan_candidates(
         chosen.extend(fresh)
         return True
 
-    ranked = sorted(lexical, key=lambda s: (-lexical[s], -s))
-    order = [s for pair in zip_longest(ranked, near) for s in pair if s is not None]
+    if order is None:
+        ranked = sorted(lexical, key=lambda s: (-lexical[s], -s))
+        order = [s for pair in zip_longest(ranked, near) for s in pair if s is not None]
     reserve = NEIGHBOUR_KEYS if near else 0
     for seq in order:
         if seq in seen:
@@ -164,6 +171,22 @@ def embed_query(query: str, settings: Settings | None = None) -> QueryEmbedding 
     return QueryEmbedding(answer.vectors[0], answer.model, charge)
 
 
+def preliminary_order(
+    lexical: Mapping[int, float], near: Sequence[int], runs: Sequence[dense.Codes], vector: Sequence[float]
+) -> list[int]:
+    """BM25's PRELIMINARY_LEXICAL best and the dense `near`est, ranked by the fusion of their BM25 rank
+    and their sign bits' agreement with the float query (`dense.SignScorer`): which candidates the
+    BatchGetItem reads, before their int8 vectors rescore them. A candidate without bits yet (a message
+    not embedded) keeps its BM25 rank alone."""
+    top = sorted(lexical, key=lambda s: (-lexical[s], -s))[:PRELIMINARY_LEXICAL]
+    wanted = set(top) | set(near)
+    codes = {seq: code for run in runs for seq, code in run if seq in wanted}
+    scorer = dense.SignScorer(vector)
+    agreement = {seq: scorer(code) for seq, code in codes.items()}
+    fused = vectors.fuse({s: lexical[s] for s in top}, agreement)
+    return sorted(fused, key=lambda s: (-fused[s], -s))
+
+
 def hybrid_scores(
     owner: str,
     conversation_id: str,
@@ -193,7 +216,8 @@ def hybrid_scores(
     charge = answer.charge
     shortlist = dense.nearest(dense.bits(answer.vector), runs, DENSE_SHORTLIST, keep)
     near = dense.rescore(answer.vector, shortlist, DENSE_DEPTH)
-    seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around)
+    order = preliminary_order(lexical, near, runs, answer.vector) if PRELIMINARY else None
+    seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around, order=order)
     pk = conversation_pk(owner, conversation_id)
     try:
         messages, stored = store.candidates_for(pk, seqs, have=set(at_hand), also=nearby)
