@@ -64,7 +64,7 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """The cosine of two vectors (0 when either is zero or their sizes differ)."""
     if len(a) != len(b) or not a:
         return 0.0
-    dot = sum(map(mul, a, b))
+    dot: float = sum(map(mul, a, b))
     na = math.sqrt(sum(map(mul, a, a)))
     nb = math.sqrt(sum(map(mul, b, b)))
     if na == 0 or nb == 0:
