@@ -321,20 +321,28 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._completion(body)
 
-    def _embeddings(self, body: bytes) -> None:
-        """A unit vector per input (its two dimensions from the input's hash), whatever the mode."""
+    def _read_request(self, body: bytes, field: str) -> tuple[dict[str, Any], list[Any]] | None:
+        """The request and its list `field`, or None once a 401 (wrong key) or 400 (bad body) is sent."""
         state = self.server.state
         if state.api_key is not None and self.headers.get("Authorization") != f"Bearer {state.api_key}":
             self._error(401, "Incorrect API key provided.", "invalid_request_error")
-            return
+            return None
         try:
             request = json.loads(body)
-            inputs = request["input"]
-            if not isinstance(inputs, list):
-                raise TypeError("input must be a list")
+            items = request[field]
+            if not isinstance(items, list):
+                raise TypeError(f"{field} must be a list")
         except (ValueError, KeyError, TypeError) as exc:
             self._error(400, f"invalid request body: {exc}", "invalid_request_error")
+            return None
+        return request, items
+
+    def _embeddings(self, body: bytes) -> None:
+        """A unit vector per input (its two dimensions from the input's hash), whatever the mode."""
+        read = self._read_request(body, "input")
+        if read is None:
             return
+        request, inputs = read
         data = []
         for index, text in enumerate(inputs):
             turn = hashlib.sha256(str(text).encode("utf-8")).digest()[0] / 255
@@ -369,17 +377,10 @@ class _Handler(BaseHTTPRequestHandler):
             state.completions_seen += 1
             seen = state.completions_seen
             mode = state.mode
-        if state.api_key is not None and self.headers.get("Authorization") != f"Bearer {state.api_key}":
-            self._error(401, "Incorrect API key provided.", "invalid_request_error")
+        read = self._read_request(body, "messages")
+        if read is None:
             return
-        try:
-            request = json.loads(body)
-            messages = request["messages"]
-            if not isinstance(messages, list):
-                raise TypeError("messages must be a list")
-        except (ValueError, KeyError, TypeError) as exc:
-            self._error(400, f"invalid request body: {exc}", "invalid_request_error")
-            return
+        request, messages = read
         model = str(request.get("model") or DEFAULT_MODEL)
 
         if mode == "slow" and self.server.hold(state.slow_seconds):
