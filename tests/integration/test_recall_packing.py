@@ -96,3 +96,30 @@ def test_mem54_a_hit_too_long_for_the_budget_is_reported_not_cut(chat_service: N
     skipped = answer.body["stats"]["recall"]["did_not_fit"]
     assert skipped[0]["seqs"] == [1]
     assert skipped[0]["tokens"] > 100
+
+
+def test_mem54_recall_takes_only_the_room_left_by_what_the_window_always_carries(
+    chat_service: None,
+) -> None:
+    # Given a long system prompt and eight old turns about the sister's moves, then small talk
+    stream = TableStream(TABLE)
+    rules = " ".join(f"Rule {n}: be brief and kind." for n in range(15))
+    prompt = f"You are a patient travel assistant. {rules}"
+    created = api.create(system_prompt=prompt)
+    assert created.status == 201, created.body
+    cid = str(created.body["conversation_id"])
+    moves = [
+        {"role": "user", "content": f"My sister moved to city number {n} when her job changed again."}
+        for n in range(8)
+    ]
+    assert api.append(cid, [*moves, *FILLER]).status == 201
+    run_stream(stream)
+    # When a question about the sister is windowed in 300 tokens with recall's default share (90%)
+    answer = api.window(cid, "where did my sister move?", window_policy={"max_tokens": 300, "recall": True})
+    assert answer.status == 200, answer.body
+    # Then recall found some of those turns, and every turn it chose is in the window: none is dropped
+    # afterwards for room the system prompt and the current message had already taken
+    recalled = [e for e in answer.body["inspect"]["entries"] if e.get("recalled")]
+    assert recalled
+    assert [e["seq"] for e in recalled if e["state"] != "recalled"] == []
+    assert answer.body["stats"]["tokens_used"] <= 300

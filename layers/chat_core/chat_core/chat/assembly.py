@@ -249,6 +249,15 @@ def assemble_window(
     option = recall_option(stored_policy)
     if option is not None and recall_from is not None and current is not None:
         share = option.budget(policy.token_budget)
+        if policy.token_budget is not None:
+            # MEM-54: recall's share is taken from the room the window has once what it always carries
+            # (reply priming, system prompt, summary, pinned messages, the current message) is in, or
+            # the second selection would drop recalled hits for lack of room, keeping their neighbours.
+            fixed = policy.priming_tokens + system_tokens + int(current["tokens"])
+            fixed += sum(int(m["tokens"]) for m in pinned)
+            if carried is not None:
+                fixed += int(carried["tokens"])
+            share = min(share, max(0, policy.token_budget - fixed))
         query = message_text(current)
         semantic = option.semantic
         embedded: recall_hybrid.QueryEmbedding | None = None
