@@ -52,3 +52,37 @@ def test_concurrent_requests_never_see_each_others_caller_or_key() -> None:
     # Then each answer names its own caller and key, before and after the other request ran
     assert json.loads(answers["alice"]["body"]) == {"before": "alice", "after": "alice", "key": "alice-key"}
     assert json.loads(answers["bob"]["body"]) == {"before": "bob", "after": "bob", "key": "bob-key"}
+
+
+def test_one_container_resolving_two_requests_at_once_keeps_each_ones_route() -> None:
+    """API-7: a host running one function's handler on several threads (the tests' in-process calls, a
+    threaded server) never lets one request's end clear the route another is still resolving (a 500)."""
+    # Given ONE app whose route pauses until another request on it has been resolved in full
+    entered, release = threading.Event(), threading.Event()
+    app = build_app()
+
+    @app.get("/route")
+    def route() -> Any:
+        if caller(app) == "alice":
+            entered.set()
+            assert release.wait(30), "the other request never finished"
+        matched = app.context.get("_route")
+        return json_response(200, {"route": None if matched is None else matched.path})
+
+    answers: dict[str, Any] = {}
+
+    def alice() -> None:
+        event = http_event("GET", "/route", user="alice")
+        answers["alice"] = app.resolve(event, LambdaContext(function_name="route"))
+
+    # When alice's request is inside its route and bob's request on the same app runs start to end
+    thread = threading.Thread(target=alice)
+    thread.start()
+    assert entered.wait(30)
+    bob = http_event("GET", "/route", user="bob")
+    answers["bob"] = app.resolve(bob, LambdaContext(function_name="route"))
+    release.set()
+    thread.join(30)
+    # Then alice's request still knows its route after bob's ended
+    assert json.loads(answers["alice"]["body"]) == {"route": "/route"}
+    assert json.loads(answers["bob"]["body"]) == {"route": "/route"}

@@ -143,6 +143,20 @@ class ChatResolver(APIGatewayHttpResolver):
     def lambda_context(self, value: Any) -> None:
         self._resolving.context = value
 
+    # The same holds for the resolution's own context (the matched route, its arguments): another
+    # thread's request clears it when it ends, and a request still on its way would then fail (500)
+    # reading its route back.
+    @property
+    def context(self) -> dict[str, Any]:
+        found: dict[str, Any] | None = getattr(self._resolving, "route_context", None)
+        if found is None:
+            found = self._resolving.route_context = {}
+        return found
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._resolving.route_context = value
+
     def route(self, rule: str, method: Any, *args: Any, **kwargs: Any) -> Any:
         methods = (method,) if isinstance(method, str) else tuple(method)
         self.declared_routes.extend((str(m).upper(), rule) for m in methods)
