@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,18 +26,34 @@ NAMES = (
 )
 
 
+_LOADING = threading.RLock()
+_LOADED: dict[str, ModuleType] = {}
+
+
 def load(name: str) -> ModuleType:
     """functions/<name>/app.py as module `chat_fn_<name>` (loaded once per test session)."""
     module_name = f"chat_fn_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, FUNCTIONS / name / "app.py")
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"no handler for {name}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    found = _LOADED.get(module_name)
+    if found is not None and sys.modules.get(module_name) is found:
+        return found
+    # Tests call handlers from several threads at once: the first of them imports, the others wait for a
+    # whole module (sys.modules holds it half-run while it executes).
+    with _LOADING:
+        found = _LOADED.get(module_name)
+        if found is not None and sys.modules.get(module_name) is found:
+            return found
+        spec = importlib.util.spec_from_file_location(module_name, FUNCTIONS / name / "app.py")
+        if spec is None or spec.loader is None:
+            raise FileNotFoundError(f"no handler for {name}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+        _LOADED[module_name] = module
+        return module
 
 
 @dataclass
