@@ -121,9 +121,8 @@ class SignScorer:
             tables.append(table + [0.0] * (256 - len(table)))
         self._tables = tables
         self._width = len(tables)
-        self._mask = (
-            1 << (8 * self._width)
-        ) - 1  # a longer code (another model's) is read up to the query's size
+        # A longer code (another model's) is read up to the query's size.
+        self._mask = (1 << (8 * self._width)) - 1
 
     def __call__(self, code: int) -> float:
         return sum(map(list.__getitem__, self._tables, (code & self._mask).to_bytes(self._width, "little")))
