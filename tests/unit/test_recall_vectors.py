@@ -321,7 +321,7 @@ def test_mem51_candidates_are_read_in_the_order_of_bm25_fused_with_the_sign_bits
     ]
     lexical = {1: 9.0, 2: 8.0, 3: 7.0}
     # When the candidates are ordered before the BatchGetItem
-    order = preliminary_order(lexical, [9], runs, query)
+    order = preliminary_order(lexical, [9], runs, dense.SignScorer(query))
     # Then they rank by the fusion (k = 10): BM25's best (1/11 + 1/13) just above its second, whose bits
     # agree more (1/12 + 1/12), then the dense candidate (1/11) above BM25's third, which has no bits yet
     # (1/13), where taking the two lists in turn would have read 9 second

@@ -56,7 +56,6 @@ DENSE_SHORTLIST: Final = 200
 DENSE_DEPTH: Final = 50
 #: Candidates are read in the order of a first fusion of BM25 with the sign bits' agreement (over BM25's
 #: PRELIMINARY_LEXICAL best and the dense nearest) rather than BM25's and the dense list in turn.
-PRELIMINARY: Final = True
 PRELIMINARY_LEXICAL: Final = 100
 #: Keys kept for the turns around the candidates (message keys only) once dense candidates are in.
 NEIGHBOUR_KEYS: Final = 40
@@ -172,7 +171,7 @@ def embed_query(query: str, settings: Settings | None = None) -> QueryEmbedding 
 
 
 def preliminary_order(
-    lexical: Mapping[int, float], near: Sequence[int], runs: Sequence[dense.Codes], vector: Sequence[float]
+    lexical: Mapping[int, float], near: Sequence[int], runs: Sequence[dense.Codes], scorer: dense.SignScorer
 ) -> list[int]:
     """BM25's PRELIMINARY_LEXICAL best and the dense `near`est, ranked by the fusion of their BM25 rank
     and their sign bits' agreement with the float query (`dense.SignScorer`): which candidates the
@@ -181,7 +180,6 @@ def preliminary_order(
     top = sorted(lexical, key=lambda s: (-lexical[s], -s))[:PRELIMINARY_LEXICAL]
     wanted = set(top) | set(near)
     codes = {seq: code for run in runs for seq, code in run if seq in wanted}
-    scorer = dense.SignScorer(vector)
     agreement = {seq: scorer(code) for seq, code in codes.items()}
     fused = vectors.fuse({s: lexical[s] for s in top}, agreement)
     return sorted(fused, key=lambda s: (-fused[s], -s))
@@ -215,16 +213,14 @@ def hybrid_scores(
         return None
     charge = answer.charge
     shortlist = dense.nearest(dense.bits(answer.vector), runs, DENSE_SHORTLIST, keep)
-    near = dense.rescore(answer.vector, shortlist, DENSE_DEPTH)
-    order = preliminary_order(lexical, near, runs, answer.vector) if PRELIMINARY else None
+    scorer = dense.SignScorer(answer.vector)
+    near = scorer.best(shortlist, DENSE_DEPTH)
+    order = preliminary_order(lexical, near, runs, scorer)
     seqs, nearby = plan_candidates(lexical, at_hand, extra, expand, near, around, order=order)
     pk = conversation_pk(owner, conversation_id)
-    try:
+    # The call was made: charged even though the request fails (a caller's own embedding, by the caller).
+    with charged_if_failed(owner, None if embedded is not None else answer):
         messages, stored = store.candidates_for(pk, seqs, have=set(at_hand), also=nearby)
-    except StoreUnavailable:
-        if embedded is None:  # the call was made: charged even though the request fails
-            charge_now(owner, [charge])
-        raise
     wanted = vectors.normalise(answer.vector)
     ours = compatible_models(answer.model, settings)
     semantic: dict[int, float] = {}

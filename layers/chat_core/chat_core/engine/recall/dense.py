@@ -102,9 +102,7 @@ def nearest(
 def rescore(query: Sequence[float], codes: Sequence[tuple[int, int]], limit: int) -> list[int]:
     """The `limit` seqs of `codes` whose sign vectors have the largest dot product with the float `query`
     (asymmetric: only the messages are reduced to bits), best first."""
-    scorer = SignScorer(query)
-    scored = [(scorer(code), seq) for seq, code in codes]
-    return [seq for _, seq in heapq.nlargest(limit, scored)]
+    return SignScorer(query).best(codes, limit)
 
 
 class SignScorer:
@@ -126,6 +124,11 @@ class SignScorer:
 
     def __call__(self, code: int) -> float:
         return sum(map(list.__getitem__, self._tables, (code & self._mask).to_bytes(self._width, "little")))
+
+    def best(self, codes: Sequence[tuple[int, int]], limit: int) -> list[int]:
+        """The `limit` seqs of `codes` that agree most with the query, best first (`rescore`)."""
+        scored = [(self(code), seq) for seq, code in codes]
+        return [seq for _, seq in heapq.nlargest(limit, scored)]
 
 
 def merge_plan(levels: Sequence[int]) -> list[int] | None:
