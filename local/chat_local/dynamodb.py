@@ -94,6 +94,9 @@ class EmbeddedDynamoDB:
         self._writes = 0
         self._lock = threading.Lock()
         self._serial = threading.Lock()
+        #: Write requests answered so far, and a condition notified after each (WriteSignal).
+        self._answered = 0
+        self._answered_changed = threading.Condition()
         #: Set by the local server when it persists: journals every applied write (chat_local.journal).
         self.durable: Any = None
         #: Set by the local server: called with (bucket, key) after an S3 object was written or deleted
@@ -114,6 +117,18 @@ class EmbeddedDynamoDB:
         """Monotonic count of write requests seen; compare two readings to know whether data changed."""
         with self._lock:
             return self._writes
+
+    def answered_writes(self) -> int:
+        """Write requests moto has applied and answered so far (what each one streamed is readable)."""
+        with self._answered_changed:
+            return self._answered
+
+    def wait_for_write(self, seen: int, timeout_s: float) -> int:
+        """Block until more than `seen` write requests were answered, or `timeout_s` passed; returns the
+        count then. A stream poller sleeps on this instead of polling an unchanged stream."""
+        with self._answered_changed:
+            self._answered_changed.wait_for(lambda: self._answered != seen, timeout_s)
+            return self._answered
 
     def _wrap(self, app: Callable[..., Any]) -> Callable[..., Any]:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
@@ -150,7 +165,11 @@ class EmbeddedDynamoDB:
                 applied = bool(statuses) and (statuses[0].startswith("200") or op == "BatchWriteItem")
                 if raw is not None and durable is not None and applied:
                     durable.record(op, raw)  # in the journal before the answer leaves (LOC-3)
-                return answer
+            if op not in _READ_OPERATIONS:
+                with self._answered_changed:
+                    self._answered += 1
+                    self._answered_changed.notify_all()
+            return answer
 
         return middleware
 

@@ -353,6 +353,7 @@ class LocalApi:
                 on_invocation=self._log_stream_invocation,
                 on_failure=self._on_failure_sender(sub.name, sub.on_failure_queue),
                 poll_interval_s=self.config.stream_poll_interval_s,
+                writes=self.embedded,
             )
             self.pollers.append(poller.start())
 

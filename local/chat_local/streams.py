@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import boto3
 from botocore.config import Config
@@ -24,6 +24,18 @@ log = logging.getLogger("chat_local.streams")
 # Locally that would wedge the stream forever on one bad record, so the default is bounded.
 LOCAL_DEFAULT_RETRIES = 3
 _TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+#: With the embedded store's write signal, an idle poller still reads its shards this often (what it
+#: would miss otherwise is only a write the signal never saw), and says it is caught up this often.
+IDLE_POLL_S = 5.0
+IDLE_TICK_S = 0.25
+
+
+class WriteSignal(Protocol):
+    """The embedded store's count of answered write requests (chat_local.dynamodb.EmbeddedDynamoDB)."""
+
+    def answered_writes(self) -> int: ...
+
+    def wait_for_write(self, seen: int, timeout_s: float) -> int: ...
 
 
 # ---------------------------------------------------------------------------------------------- filters
@@ -189,6 +201,7 @@ class StreamPoller:
         on_failure: Callable[[dict[str, Any]], None] | None = None,
         poll_interval_s: float = 0.25,
         retry_delay_s: float = 0.5,
+        writes: WriteSignal | None = None,
     ) -> None:
         self.subscription = subscription
         self.runtime = runtime
@@ -201,6 +214,9 @@ class StreamPoller:
         self.on_failure = on_failure
         self.poll_interval_s = poll_interval_s
         self.retry_delay_s = retry_delay_s
+        #: Without it (an external DynamoDB endpoint) the poller reads every `poll_interval_s`; with it,
+        #: when a write was answered (at once) or every IDLE_POLL_S: an idle server then costs no CPU.
+        self.writes = writes
         self.stats = StreamStats()
         self._iterators: dict[str, str | None] = {}
         self._stop = threading.Event()
@@ -398,14 +414,31 @@ class StreamPoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            # Counted before the poll: a write answered while it reads is read by the next one.
+            seen = self.writes.answered_writes() if self.writes is not None else 0
             try:
                 read = self.poll_once()
             except (BotoCoreError, ClientError) as exc:
                 log.error("%s: reading the stream failed: %s", self.subscription.name, exc)
                 read = 0
                 self._stop.wait(2.0)
-            if not read:
+            if read:
+                continue
+            if self.writes is None:
                 self._stop.wait(self.poll_interval_s)
+            else:
+                self._wait_for_write(seen)
+
+    def _wait_for_write(self, seen: int) -> None:
+        """Sleep until a write is answered after `seen`, the stop, or IDLE_POLL_S. While nothing is written
+        the poller stays caught up: every record written before now was read by the poll that found none."""
+        assert self.writes is not None
+        deadline = time.monotonic() + IDLE_POLL_S
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            now = time.time()
+            if self.writes.wait_for_write(seen, IDLE_TICK_S) != seen:
+                return
+            self.stats.caught_up_at = now
 
     def start(self) -> StreamPoller:
         self.position_at_latest()
