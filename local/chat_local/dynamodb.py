@@ -26,6 +26,11 @@ log = logging.getLogger("chat_local.dynamodb")
 
 SNAPSHOT_VERSION = 1
 # DynamoDB API operations that cannot change data; anything else marks the snapshot dirty.
+#: The SQS calls (JSON protocol) that change nothing a queue poller could receive.
+_QUEUE_READS = frozenset(
+    f"AmazonSQS.{op}"
+    for op in ("ReceiveMessage", "GetQueueAttributes", "GetQueueUrl", "ListQueues", "ListQueueTags")
+)
 _READ_OPERATIONS = frozenset(
     {
         "GetItem",
@@ -79,6 +84,29 @@ def is_loopback(endpoint: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
 
 
+class AnsweredWrites:
+    """A count of answered write requests, for a poller to sleep on instead of polling what is unchanged."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._changed = threading.Condition()
+
+    def note(self) -> None:
+        with self._changed:
+            self._count += 1
+            self._changed.notify_all()
+
+    def count(self) -> int:
+        with self._changed:
+            return self._count
+
+    def wait(self, seen: int, timeout_s: float) -> int:
+        """Block until the count differs from `seen` or `timeout_s` passed; returns the count then."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._count != seen, timeout_s)
+            return self._count
+
+
 class EmbeddedDynamoDB:
     """moto's DynamoDB (and every other moto service) on a free loopback port, in this process.
 
@@ -94,9 +122,11 @@ class EmbeddedDynamoDB:
         self._writes = 0
         self._lock = threading.Lock()
         self._serial = threading.Lock()
-        #: Write requests answered so far, and a condition notified after each (WriteSignal).
-        self._answered = 0
-        self._answered_changed = threading.Condition()
+        #: DynamoDB write requests answered (what they streamed is readable): stream pollers sleep on it.
+        self.table_writes = AnsweredWrites()
+        #: Every other request that may change something (an SQS send, a visibility change, an S3 write):
+        #: queue pollers sleep on it.
+        self.other_writes = AnsweredWrites()
         #: Set by the local server when it persists: journals every applied write (chat_local.journal).
         self.durable: Any = None
         #: Set by the local server: called with (bucket, key) after an S3 object was written or deleted
@@ -118,18 +148,6 @@ class EmbeddedDynamoDB:
         with self._lock:
             return self._writes
 
-    def answered_writes(self) -> int:
-        """Write requests moto has applied and answered so far (what each one streamed is readable)."""
-        with self._answered_changed:
-            return self._answered
-
-    def wait_for_write(self, seen: int, timeout_s: float) -> int:
-        """Block until more than `seen` write requests were answered, or `timeout_s` passed; returns the
-        count then. A stream poller sleeps on this instead of polling an unchanged stream."""
-        with self._answered_changed:
-            self._answered_changed.wait_for(lambda: self._answered != seen, timeout_s)
-            return self._answered
-
     def _wrap(self, app: Callable[..., Any]) -> Callable[..., Any]:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
             target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -139,8 +157,12 @@ class EmbeddedDynamoDB:
                     # data away first (`curl --data-binary` sends that type by default) and store nothing.
                     environ["CONTENT_TYPE"] = "application/octet-stream"
                 if self.on_object_write is not None and _is_s3_write(environ):
-                    return self._s3_write(app, environ, start_response)
-                return app(environ, start_response)
+                    answer = self._s3_write(app, environ, start_response)
+                else:
+                    answer = app(environ, start_response)
+                if target not in _QUEUE_READS:
+                    self.other_writes.note()
+                return answer
             op = target.rpartition(".")[2]
             if op not in _READ_OPERATIONS:
                 with self._lock:
@@ -166,9 +188,7 @@ class EmbeddedDynamoDB:
                 if raw is not None and durable is not None and applied:
                     durable.record(op, raw)  # in the journal before the answer leaves (LOC-3)
             if op not in _READ_OPERATIONS:
-                with self._answered_changed:
-                    self._answered += 1
-                    self._answered_changed.notify_all()
+                self.table_writes.note()
             return answer
 
         return middleware

@@ -353,7 +353,7 @@ class LocalApi:
                 on_invocation=self._log_stream_invocation,
                 on_failure=self._on_failure_sender(sub.name, sub.on_failure_queue),
                 poll_interval_s=self.config.stream_poll_interval_s,
-                writes=self.embedded,
+                writes=self.embedded.table_writes if self.embedded else None,
             )
             self.pollers.append(poller.start())
 
@@ -406,6 +406,7 @@ class LocalApi:
                 queue_url=self.queue_urls[sub.queue_logical_id],
                 region=self.config.region,
                 on_invocation=self._log_queue_invocation,
+                writes=self.embedded.other_writes if self.embedded else None,
             )
             self.queue_pollers.append(poller.start())
         self._sqs = client

@@ -15,7 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from chat_local.lambda_runtime import FunctionRuntime, HandlerUnavailable, Throttled
-from chat_local.streams import passes_filters
+from chat_local.streams import WriteSignal, passes_filters, sleep_until_written
 from chat_local.template import QueueSpec, QueueSubscription
 
 log = logging.getLogger("chat_local.sqs")
@@ -25,6 +25,11 @@ log = logging.getLogger("chat_local.sqs")
 #: you watch. The receive count and maxReceiveCount work as in SQS.
 LOCAL_RETRY_STEP_S = 1
 LOCAL_RETRY_CAP_S = 10
+_PENDING = [
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+]
 
 
 def sqs_client(endpoint: str, region: str) -> Any:
@@ -102,6 +107,7 @@ class QueuePoller:
         region: str,
         on_invocation: Callable[[str, int, str, float], None] | None = None,
         wait_s: int = 1,
+        writes: WriteSignal | None = None,
     ) -> None:
         self.subscription = subscription
         self.queue = queue
@@ -111,6 +117,9 @@ class QueuePoller:
         self.region = region
         self.on_invocation = on_invocation
         self.wait_s = wait_s
+        #: With the embedded store's signal, an empty queue is not long-polled: the poller sleeps until a
+        #: request that may add a message is answered (or IDLE_POLL_S). Without it, it long-polls always.
+        self.writes = writes
         self.stats = QueueStats()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -187,11 +196,22 @@ class QueuePoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            # Counted before the receive: a message sent while it waits wakes the next sleep at once.
+            seen = self.writes.count() if self.writes is not None else 0
             try:
-                self.poll_once()
+                if self.poll_once() or self.writes is None or not self._holds_nothing():
+                    continue
             except (BotoCoreError, ClientError) as exc:
                 log.error("%s: reading the queue failed: %s", self.subscription.name, exc)
                 self._stop.wait(2.0)
+                continue
+            sleep_until_written(self.writes, seen, self._stop)
+
+    def _holds_nothing(self) -> bool:
+        """No message is visible, in flight (a retry waiting out its visibility) or delayed: only a new
+        request (a send) can give this queue something to deliver."""
+        counts = self.client.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=_PENDING)
+        return not any(int(v) for v in counts.get("Attributes", {}).values())
 
     def start(self) -> QueuePoller:
         self._thread = threading.Thread(target=self._run, name=f"sqs:{self.subscription.name}", daemon=True)

@@ -26,16 +26,31 @@ LOCAL_DEFAULT_RETRIES = 3
 _TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 #: With the embedded store's write signal, an idle poller still reads its shards this often (what it
 #: would miss otherwise is only a write the signal never saw), and says it is caught up this often.
-IDLE_POLL_S = 5.0
+IDLE_POLL_S = 15.0
 IDLE_TICK_S = 0.25
 
 
 class WriteSignal(Protocol):
-    """The embedded store's count of answered write requests (chat_local.dynamodb.EmbeddedDynamoDB)."""
+    """A count of answered write requests of the embedded store (chat_local.dynamodb.AnsweredWrites)."""
 
-    def answered_writes(self) -> int: ...
+    def count(self) -> int: ...
 
-    def wait_for_write(self, seen: int, timeout_s: float) -> int: ...
+    def wait(self, seen: int, timeout_s: float) -> int: ...
+
+
+def sleep_until_written(
+    writes: WriteSignal, seen: int, stop: threading.Event, on_quiet: Callable[[float], None] | None = None
+) -> None:
+    """Sleep until a write is answered after `seen`, the stop, or IDLE_POLL_S, in ticks of IDLE_TICK_S (a
+    stop is seen at once). Each tick that ends with nothing written calls `on_quiet` with the wall-clock
+    time it began: the poll made before `seen` was counted still read everything there was then."""
+    deadline = time.monotonic() + IDLE_POLL_S
+    while not stop.is_set() and time.monotonic() < deadline:
+        began = time.time()
+        if writes.wait(seen, IDLE_TICK_S) != seen:
+            return
+        if on_quiet is not None:
+            on_quiet(began)
 
 
 # ---------------------------------------------------------------------------------------------- filters
@@ -415,7 +430,7 @@ class StreamPoller:
     def _run(self) -> None:
         while not self._stop.is_set():
             # Counted before the poll: a write answered while it reads is read by the next one.
-            seen = self.writes.answered_writes() if self.writes is not None else 0
+            seen = self.writes.count() if self.writes is not None else 0
             try:
                 read = self.poll_once()
             except (BotoCoreError, ClientError) as exc:
@@ -427,18 +442,11 @@ class StreamPoller:
             if self.writes is None:
                 self._stop.wait(self.poll_interval_s)
             else:
-                self._wait_for_write(seen)
+                sleep_until_written(self.writes, seen, self._stop, on_quiet=self._caught_up)
 
-    def _wait_for_write(self, seen: int) -> None:
-        """Sleep until a write is answered after `seen`, the stop, or IDLE_POLL_S. While nothing is written
-        the poller stays caught up: every record written before now was read by the poll that found none."""
-        assert self.writes is not None
-        deadline = time.monotonic() + IDLE_POLL_S
-        while not self._stop.is_set() and time.monotonic() < deadline:
-            now = time.time()
-            if self.writes.wait_for_write(seen, IDLE_TICK_S) != seen:
-                return
-            self.stats.caught_up_at = now
+    def _caught_up(self, at: float) -> None:
+        # Nothing was written since the poll that found nothing: every record written before `at` is read.
+        self.stats.caught_up_at = at
 
     def start(self) -> StreamPoller:
         self.position_at_latest()
