@@ -1,7 +1,8 @@
 """PERF-1 (cold start): importing a handler loads only what its route needs.
 
-Each functions/<name>/app.py is imported in a fresh interpreter, as Lambda does at init (cwd = the
-function's folder, tracing on as `Tracing: Active` gives it). None may load the X-Ray SDK (the Tracer is
+Each functions/<name>/app.py is imported as Lambda does at init (cwd = the function's folder, tracing on
+as `Tracing: Active` gives it), in a child forked from an interpreter that has loaded botocore and boto3
+alone (see _FORKER). None may load the X-Ray SDK (the Tracer is
 built on the first invocation), tiktoken or sentencepiece (encodings load on the first exact count, TOK-3,
 TOK-10), or httpx unless
 the function calls the model. `make bench` measures the time; these tests keep the structure from
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -96,18 +98,101 @@ def _lambda_env(function: str, **extra: str) -> dict[str, str]:
     return env
 
 
+# Every check runs in a child forked from one interpreter that has imported botocore and boto3 and nothing
+# of the project (PYTHONPATH and the bytecode cache as each child's): every function loads them first
+# (PynamoDB's client), none of the modules these tests watch is among what they import (checked before the
+# first fork), and importing them in each of about a hundred fresh interpreters was half of this file's
+# CPU. A child takes the check's cwd, environment and arguments, runs its code as `python -c` would, and
+# writes its output to files; the forking interpreter answers one JSON line per check.
+_FORKER = r"""
+import json, os, sys, time, traceback
+import boto3, botocore.session
+shared = set(sys.modules)
+print(json.dumps(sorted(shared)), flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        status = 0
+        try:
+            os.chdir(job["cwd"])
+            os.environ.clear()
+            os.environ.update(job["env"])
+            time.tzset()
+            sys.argv = ["-c", *job["args"]]
+            sys.stdout = open(job["out"], "w")
+            sys.stderr = open(job["err"], "w")
+            exec(compile(job["code"], "<string>", "exec"), {"__name__": "__main__"})
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    _, code = os.waitpid(pid, 0)
+    print(json.dumps(os.waitstatus_to_exitcode(code)), flush=True)
+"""
+
+
+class _Forker:
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.shared: set[str] = set()
+        self.tmp = Path()
+
+    def run(self, function: str, code: str, args: tuple[str, ...], env: dict[str, str]) -> str:
+        tmp = self.tmp
+        if self.proc is None:
+            base = _lambda_env("forker")
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _FORKER],
+                cwd=tmp,
+                env=base,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert self.proc.stdout is not None
+            self.shared = set(json.loads(self.proc.stdout.readline()))
+        # What the forking interpreter loaded hides none of what the checks look for.
+        watched = {*WATCHED, *POST_PATH, "pydantic", "chat_core", "aws_lambda_powertools"}
+        assert not {m for m in self.shared if m.split(".")[0] in watched or m in watched}
+        out, err = tmp / "out", tmp / "err"
+        job = {
+            "cwd": str(FUNCTIONS / function),
+            "env": _lambda_env(function, **env),
+            "args": list(args),
+            "code": code,
+            "out": str(out),
+            "err": str(err),
+        }
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        status = json.loads(self.proc.stdout.readline())
+        assert status == 0, err.read_text()[-3000:]
+        return out.read_text().strip().splitlines()[-1]
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.communicate(timeout=60)
+            self.proc = None
+
+
+_FORKER_PROCESS = _Forker()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    _FORKER_PROCESS.tmp = tmp_path_factory.mktemp("cold-start")
+    yield
+    _FORKER_PROCESS.close()
+
+
 def _run(function: str, code: str, *args: str, **env: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=FUNCTIONS / function,
-        env=_lambda_env(function, **env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
+    return _FORKER_PROCESS.run(function, code, args, env)
 
 
 def test_every_function_is_checked() -> None:
@@ -146,7 +231,7 @@ def test_the_handler_decorator_builds_the_tracer_on_the_first_invocation() -> No
     assert outcome["status"] == 401
 
 
-_LOADED = """
+_LOADED_OF_THESE = """
 import json, sys
 import app
 print(json.dumps(sorted(m for m in sys.argv[1].split(",") if m in sys.modules)))
@@ -168,7 +253,7 @@ def test_a_read_handler_does_not_import_the_post_path(function: str) -> None:
     """PERF-1: a read handler's init loads neither the post operation nor the model client."""
     # Given a read handler imported in a fresh interpreter set up like Lambda
     # When its modules are listed
-    loaded = json.loads(_run(function, _LOADED, ",".join(POST_PATH)))
+    loaded = json.loads(_run(function, _LOADED_OF_THESE, ",".join(POST_PATH)))
     # Then none of the post path is among them
     assert loaded == []
 
@@ -177,7 +262,9 @@ def test_the_queue_ingestion_imports_no_pydantic() -> None:
     """PERF-1: SQS records are checked by hand (chat_core.http.ingest_message), so pydantic stays out."""
     # Given the ingestion function imported in a fresh interpreter
     # When its modules are listed
-    loaded = json.loads(_run("ingest_dialogue_entries", _LOADED, "pydantic,chat_core.http.dialogue_schemas"))
+    loaded = json.loads(
+        _run("ingest_dialogue_entries", _LOADED_OF_THESE, "pydantic,chat_core.http.dialogue_schemas")
+    )
     # Then neither pydantic nor the request models were imported
     assert loaded == []
 
@@ -295,7 +382,7 @@ def test_a_traced_first_call_patches_no_http_client_the_function_never_imports()
     assert outcome == {"status": 401, "loaded": ["aws_xray_sdk"]}
 
 
-_LOADED = """
+_ENCODINGS_LOADED = """
 import json, sys
 import app
 from chat_core.engine.tokens import encodings
@@ -323,7 +410,7 @@ def test_under_snapstart_a_counting_function_loads_its_models_tokenizer_at_init(
     # Given a fresh interpreter initialised by SnapStart, the deployment's model a Qwen one
     env = {"AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start", "LLM_MODEL": "Qwen/Qwen3-32B"}
     # When the handler module is imported
-    loaded = json.loads(_run(function, _LOADED, **env))
+    loaded = json.loads(_run(function, _ENCODINGS_LOADED, **env))
     # Then the model's own tokenizer is loaded, and no other
     assert loaded == ["qwen2"]
 
@@ -333,7 +420,7 @@ def test_on_demand_and_in_other_functions_nothing_loads_at_init() -> None:
     counts does not import the counting code."""
     # Given post_message on demand, and list_worlds under SnapStart
     # When each handler module is imported
-    on_demand = json.loads(_run("post_message", _LOADED, LLM_MODEL="Qwen/Qwen3-32B"))
+    on_demand = json.loads(_run("post_message", _ENCODINGS_LOADED, LLM_MODEL="Qwen/Qwen3-32B"))
     snapped = _run(
         "list_worlds",
         "import json, sys, app; print(json.dumps('chat_core.engine.tokens' in sys.modules))",
