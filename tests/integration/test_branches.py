@@ -329,7 +329,9 @@ def test_the_turn_log_records_every_change_of_history(standin_llm: OpenAIStandin
     assert len(set(turns)) == 3
 
 
-def test_concurrent_edits_and_posts_keep_the_tree_whole(standin_llm: OpenAIStandin) -> None:
+def test_concurrent_edits_and_posts_keep_the_tree_whole(
+    standin_llm: OpenAIStandin, serialized_moto: None
+) -> None:
     """API-18: posts and edits at once on one conversation: every message stored has its parent in the
     tree, the active path reaches the first message, and every accepted write is there."""
     cid, bodies = _turns("root question", "second question")

@@ -52,7 +52,7 @@ def test_keys_are_per_user_and_never_cross() -> None:
     assert api.get_key("shared-name", user="carol").status == 404
 
 
-def test_concurrent_puts_of_one_new_key_make_one_conversation() -> None:
+def test_concurrent_puts_of_one_new_key_make_one_conversation(serialized_moto: None) -> None:
     """API-21: many PUTs of a new key at once all answer with the one conversation created."""
     answers: list[Any] = []
     lock = threading.Lock()

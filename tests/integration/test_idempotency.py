@@ -131,7 +131,7 @@ def test_a_retry_after_a_busy_answer_runs_the_post(
 
 
 def test_the_same_post_sent_twice_at_once_is_in_progress_not_a_different_body(
-    standin_llm: OpenAIStandin, monkeypatch: pytest.MonkeyPatch
+    standin_llm: OpenAIStandin, serialized_moto: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """API-6: the same key and body while the first is still running: 409 request_in_progress, never 422."""
     # Given a post with an Idempotency-Key that is still waiting for a model that answers only when

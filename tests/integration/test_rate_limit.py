@@ -151,7 +151,7 @@ def test_another_user_and_other_routes_are_not_limited(limited: OpenAIStandin) -
 
 
 def test_concurrent_posts_of_one_user_in_two_conversations_both_succeed(
-    standin_llm: OpenAIStandin, pinned_clock: None, monkeypatch: pytest.MonkeyPatch
+    standin_llm: OpenAIStandin, pinned_clock: None, serialized_moto: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """OPS-4: the count is its own item, outside the conversations' transactions: one user's posts to two
     conversations at once, under the limit, both succeed (no conflict between them)."""

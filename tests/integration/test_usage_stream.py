@@ -100,7 +100,7 @@ def test_a_redelivery_from_a_later_point_adds_only_what_is_new(stream: TableStre
     assert _day()["calls"] == 4
 
 
-def test_two_shards_add_to_one_day_item_each_exactly_once(stream: TableStream) -> None:
+def test_two_shards_add_to_one_day_item_each_exactly_once(stream: TableStream, serialized_moto: None) -> None:
     """COST-3: records of one owner's conversations reach the day item from different shards, at the same
     time: each shard's records count, once (the item's version makes concurrent updates retry)."""
     first, first_records = _posted(stream, 3)
