@@ -151,8 +151,9 @@ class StreamStats:
     filtered_out: int = 0
     failures: int = 0
     dropped: int = 0
-    #: Wall-clock start of the newest poll that found nothing new: every record written before it has
-    #: been delivered (and its invocation finished). Tests wait on it instead of sleeping.
+    #: Wall-clock start of the newest poll that found nothing new, or of a quiet tick after it (nothing
+    #: written since): every record written before it has been delivered (and its invocation finished).
+    #: Tests wait on it instead of sleeping.
     caught_up_at: float = 0.0
 
 
