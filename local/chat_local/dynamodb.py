@@ -25,12 +25,12 @@ from chat_local.template import TableSpec
 log = logging.getLogger("chat_local.dynamodb")
 
 SNAPSHOT_VERSION = 1
-# DynamoDB API operations that cannot change data; anything else marks the snapshot dirty.
 #: The SQS calls (JSON protocol) that change nothing a queue poller could receive.
 _QUEUE_READS = frozenset(
     f"AmazonSQS.{op}"
     for op in ("ReceiveMessage", "GetQueueAttributes", "GetQueueUrl", "ListQueues", "ListQueueTags")
 )
+# DynamoDB API operations that cannot change data; anything else marks the snapshot dirty.
 _READ_OPERATIONS = frozenset(
     {
         "GetItem",
@@ -119,8 +119,6 @@ class EmbeddedDynamoDB:
         self.port = port
         self._server: Any = None
         self._thread: threading.Thread | None = None
-        self._writes = 0
-        self._lock = threading.Lock()
         self._serial = threading.Lock()
         #: DynamoDB write requests answered (what they streamed is readable): stream pollers sleep on it.
         self.table_writes = AnsweredWrites()
@@ -144,9 +142,9 @@ class EmbeddedDynamoDB:
 
     @property
     def write_count(self) -> int:
-        """Monotonic count of write requests seen; compare two readings to know whether data changed."""
-        with self._lock:
-            return self._writes
+        """Monotonic count of DynamoDB write requests answered (each counted once applied); compare two
+        readings to know whether data changed."""
+        return self.table_writes.count()
 
     def _wrap(self, app: Callable[..., Any]) -> Callable[..., Any]:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
@@ -164,9 +162,6 @@ class EmbeddedDynamoDB:
                     self.other_writes.note()
                 return answer
             op = target.rpartition(".")[2]
-            if op not in _READ_OPERATIONS:
-                with self._lock:
-                    self._writes += 1
             durable = self.durable
             raw: bytes | None = None
             if durable is not None and op in _JOURNALED:
