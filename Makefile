@@ -157,7 +157,7 @@ PIN_ARCHITECTURE := import sys; from samcli.yamlhelper import yaml_dump, yaml_pa
 # one, sam runs pip for each of the ~50 functions, most of a build's time; without, it copies the folder
 # (and says "requirements.txt file not found" for each). --parallel builds the layer beside them.
 build: sam-venv ## sam build (no container) into .aws-sam/ (ARCH=arm64|x86_64: functions and layer alike)
-	PATH="$(dir $(PYTHON_SYS)):$$PATH" MAKEFLAGS= PYTHONPYCACHEPREFIX= LAYER_ARCH=$(ARCH) $(SAM) build --template template.yaml \
+	PATH="$(dir $(PYTHON_SYS)):$$PATH" MAKEFLAGS= PYTHONPYCACHEPREFIX= LAYER_ARCH=$(ARCH) UV="$(abspath $(SAM_VENV)/bin/uv)" $(SAM) build --template template.yaml \
 		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH) --parallel
 	$(SAM_VENV)/bin/python -c '$(PIN_ARCHITECTURE)' "$(BUILD_DIR)/template.yaml" "$(ARCH)"
 

@@ -1,21 +1,33 @@
 """The real `chat-local-server` as a subprocess on a free port (ServerProcess), the environment its children
 get, and the module-scoped fixtures that start it beside the stand-in model. Shared by the service's tests
-(tests/e2e, tests/reliability) and the local server's own (local/tests)."""
+(tests/e2e, tests/reliability) and the local server's own (local/tests).
+
+A server is a fork of a process that has imported the server's libraries once per pytest worker
+(tests/support/server_zygote.py): the same `main` with the same arguments, environment, working
+directory and output, without 2 s of imports and parsing per start. `LOCAL_SERVER_EXEC=1`, or an
+environment that differs from the worker's in what an interpreter reads at start (PYTHON*, MOTO_*),
+starts the console script instead (so does one whose environment differs in what moto or Powertools read
+at import).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import boto3
 import httpx
@@ -89,6 +101,128 @@ def local_client(endpoint: str, service: str = "dynamodb") -> Any:
     )
 
 
+#: Environment variables an interpreter or moto reads when it starts: a server whose environment differs
+#: from the zygote's in one of these is started from the console script.
+_READ_AT_START = (
+    "PYTHON",
+    "MOTO_",
+    "TEST_SERVER_MODE",
+    "S3_",
+    "AWS_LAMBDA_INITIALIZATION_TYPE",
+    "AWS_EXECUTION_ENV",
+)
+_ZYGOTE = Path(__file__).with_name("server_zygote.py")
+
+
+class _Zygote:
+    """The worker's forking parent (started on first use, gone when the worker is)."""
+
+    _lock = threading.Lock()
+    _instance: _Zygote | None = None
+
+    def __init__(self, timeout_s: float) -> None:
+        self.env = child_env()
+        self.folder = tempfile.mkdtemp(prefix="zygote-")
+        self.path = os.path.join(self.folder, "socket")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(_ZYGOTE), self.path],
+            cwd=REPO,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        line = self.proc.stdout.readline() if ready else ""
+        if line.strip() != "ready":
+            self.proc.kill()
+            rest = self.proc.communicate(timeout=10)[0] if ready else "(no output)"
+            pytest.fail(f"the local servers' forking parent did not start: {line}{rest}")
+
+    @classmethod
+    def get(cls, timeout_s: float) -> _Zygote:
+        with cls._lock:
+            if cls._instance is None or cls._instance.proc.poll() is not None:
+                cls._instance = _Zygote(timeout_s)
+            return cls._instance
+
+    def accepts(self, env: Mapping[str, str]) -> bool:
+        keys = {k for k in (*env, *self.env) if k.startswith(_READ_AT_START)}
+        return all(env.get(k) == self.env.get(k) for k in keys)
+
+    def fork(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, session: bool) -> _ForkedProcess:
+        read_end, write_end = os.pipe()
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd), "session": session}
+            socket.send_fds(conn, [json.dumps(request).encode()], [stdin, write_end])
+        finally:
+            os.close(stdin)
+            os.close(write_end)
+        return _ForkedProcess(list(argv), conn, open(read_end, encoding="utf-8", errors="replace"))
+
+
+class _ForkedProcess:
+    """What the tests use of `subprocess.Popen`, for a server the zygote forked: its pid, its output, its
+    exit status (the zygote reaps it and reports it), signals."""
+
+    def __init__(self, args: list[str], conn: socket.socket, stdout: IO[str]) -> None:
+        self.args = args
+        self.stdout = stdout
+        self.returncode: int | None = None
+        self._conn = conn
+        self._buffer = b""
+        started = self._message(60.0)
+        if started is None or "pid" not in started:
+            raise RuntimeError(f"the forking parent did not fork a server: {started}")
+        self.pid = int(started["pid"])
+
+    def _message(self, timeout_s: float | None) -> dict[str, Any] | None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._conn], [], [], left)
+            if not ready:
+                return None
+            chunk = self._conn.recv(4096)
+            if not chunk:
+                raise RuntimeError("the forking parent went away before the server's exit status")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return dict(json.loads(line))
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            ended = self._message(0.0)
+            if ended is not None:
+                self.returncode = int(ended["exit"])
+                self._conn.close()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            ended = self._message(timeout)
+            if ended is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+            self.returncode = int(ended["exit"])
+            self._conn.close()
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
 class ServerProcess:
     """`chat-local-server --port 0 --data-dir DIR` in a subprocess; its URL is read from the banner."""
 
@@ -107,7 +241,7 @@ class ServerProcess:
         self.env = child_env(env)
         self.args = list(args)
         self.cwd = cwd
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[str] | _ForkedProcess | None = None
         self.lines: list[str] = []
         self.url = ""
         self._lock = threading.Lock()
@@ -124,16 +258,20 @@ class ServerProcess:
             "0.5",
             *self.args,
         ]
-        self.proc = subprocess.Popen(
-            command,
-            cwd=self.cwd,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-            start_new_session=self.session,
-        )
+        zygote = None if os.environ.get("LOCAL_SERVER_EXEC") == "1" else _Zygote.get(timeout_s)
+        if zygote is not None and zygote.accepts(self.env):
+            self.proc = zygote.fork(command, self.env, self.cwd, self.session)
+        else:
+            self.proc = subprocess.Popen(
+                command,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=self.session,
+            )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         match = self.wait_for(r"^\s+API\s+(http://\S+)", timeout_s)
