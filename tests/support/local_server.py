@@ -12,6 +12,7 @@ at import).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -140,6 +141,9 @@ class _Zygote:
             self.proc.kill()
             rest = self.proc.communicate(timeout=10)[0] if ready else "(no output)"
             pytest.fail(f"the local servers' forking parent did not start: {line}{rest}")
+        # Whatever it prints later (a warning) is read, so it never blocks on a full pipe.
+        self.said: collections.deque[str] = collections.deque(maxlen=200)
+        threading.Thread(target=self.said.extend, args=(self.proc.stdout,), daemon=True).start()
 
     @classmethod
     def get(cls, timeout_s: float) -> _Zygote:
@@ -190,7 +194,10 @@ class _ForkedProcess:
                 return None
             chunk = self._conn.recv(4096)
             if not chunk:
-                raise RuntimeError("the forking parent went away before the server's exit status")
+                raise RuntimeError(
+                    "the forking parent went away before the server's exit status; it said: "
+                    + "".join(_Zygote._instance.said if _Zygote._instance else ())
+                )
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return dict(json.loads(line))
