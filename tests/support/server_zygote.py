@@ -145,5 +145,7 @@ if __name__ == "__main__":
     print("ready", flush=True)
     forked = _serve(server_socket)
     if forked is None:
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
         sys.exit(0)
     sys.exit(_become_server(*forked))
