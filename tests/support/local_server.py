@@ -5,9 +5,8 @@ get, and the module-scoped fixtures that start it beside the stand-in model. Sha
 A server is a fork of a process that has imported the server's libraries once per pytest worker
 (tests/support/server_zygote.py): the same `main` with the same arguments, environment, working
 directory and output, without 2 s of imports and parsing per start. `LOCAL_SERVER_EXEC=1`, or an
-environment that differs from the worker's in what an interpreter reads at start (PYTHON*, MOTO_*),
-starts the console script instead (so does one whose environment differs in what moto or Powertools read
-at import).
+environment that differs from the worker's in what the interpreter, moto or Powertools read when they
+start (`_READ_AT_START`), starts the console script instead.
 """
 
 from __future__ import annotations
@@ -102,8 +101,8 @@ def local_client(endpoint: str, service: str = "dynamodb") -> Any:
     )
 
 
-#: Environment variables an interpreter or moto reads when it starts: a server whose environment differs
-#: from the zygote's in one of these is started from the console script.
+#: Environment variables the interpreter, moto or Powertools read when they start: a server whose
+#: environment differs from the zygote's in one of these is started from the console script.
 _READ_AT_START = (
     "PYTHON",
     "MOTO_",
@@ -203,11 +202,8 @@ class _ForkedProcess:
         return dict(json.loads(line))
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            ended = self._message(0.0)
-            if ended is not None:
-                self.returncode = int(ended["exit"])
-                self._conn.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.wait(0.0)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
