@@ -11,6 +11,7 @@ start (`_READ_AT_START`), starts the console script instead.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import json
@@ -119,6 +120,9 @@ class _Zygote:
 
     _lock = threading.Lock()
     _instance: _Zygote | None = None
+    #: CPU seconds of the servers forked for this worker that have ended (tests.support.cpu_by_file
+    #: bills them as it bills a child process it waited for).
+    children_cpu_s = 0.0
 
     def __init__(self, timeout_s: float) -> None:
         self.env = child_env()
@@ -143,6 +147,16 @@ class _Zygote:
         # Whatever it prints later (a warning) is read, so it never blocks on a full pipe.
         self.said: collections.deque[str] = collections.deque(maxlen=200)
         threading.Thread(target=self.said.extend, args=(self.proc.stdout,), daemon=True).start()
+        atexit.register(self._close)
+
+    def _close(self) -> None:
+        """At the worker's exit: the zygote leaves when its stdin closes; it is reaped here, so its CPU
+        and its servers' are the worker's children's (what `time` of the whole run counts)."""
+        with contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
 
     @classmethod
     def get(cls, timeout_s: float) -> _Zygote:
@@ -167,6 +181,11 @@ class _Zygote:
             os.close(stdin)
             os.close(write_end)
         return _ForkedProcess(list(argv), conn, open(read_end, encoding="utf-8", errors="replace"))
+
+
+def forked_servers_cpu_s() -> float:
+    """CPU seconds of the servers this worker's forking parent forked and reaped (not in RUSAGE_CHILDREN)."""
+    return _Zygote.children_cpu_s
 
 
 class _ForkedProcess:
@@ -213,6 +232,7 @@ class _ForkedProcess:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
             self.returncode = int(ended["exit"])
             self._conn.close()
+            _Zygote.children_cpu_s += float(ended["cpu"])
         return self.returncode
 
     def send_signal(self, sig: int) -> None:

@@ -10,7 +10,8 @@ imported in the server as before, under the test's environment.
 
 Protocol, one Unix-socket connection per server: the client sends one JSON line (argv, env, cwd, session)
 with two descriptors (stdin, stdout+stderr); the zygote answers `{"pid": N}` once forked, then
-`{"exit": code}` (code as `Popen.returncode`: negative for a signal) when the server has ended. The
+`{"exit": code, "cpu": seconds}` (code as `Popen.returncode`: negative for a signal; the server's user
+and system CPU, its reaped children's included) when the server has ended. The
 zygote leaves when its stdin closes (the pytest worker that started it has gone).
 
 Run as a script by tests/support/local_server.py (`ForkedServer`); never by the product.
@@ -110,9 +111,10 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                 pid, conn = waiting.pop(pidfd)
                 selector.unregister(pidfd)
                 os.close(pidfd)
-                _, status = os.waitpid(pid, 0)
+                _, status, usage = os.wait4(pid, 0)
+                ended = {"exit": os.waitstatus_to_exitcode(status), "cpu": usage.ru_utime + usage.ru_stime}
                 with contextlib.suppress(OSError):  # the test has gone
-                    conn.sendall(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+                    conn.sendall(json.dumps(ended).encode() + b"\n")
                 conn.close()
 
 
