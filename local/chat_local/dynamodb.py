@@ -207,21 +207,18 @@ class EmbeddedDynamoDB:
 
     def start(self) -> EmbeddedDynamoDB:
         # moto's own server pieces, wrapped; ThreadedMotoServer offers no hook for middleware.
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
+        from moto.moto_server.werkzeug_app import create_backend_app
         from werkzeug.serving import make_server
 
         from chat_local import moto_fidelity
+        from chat_local.moto_server import Dispatcher, KeepAliveHandler
 
         # Client tokens honoured, and transactions that cost what they touch (not the whole table).
         moto_fidelity.install()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        app = DomainDispatcherApplication(create_backend_app)
+        app = Dispatcher(create_backend_app)
         self._server = make_server(
-            self.host, self.port, self._wrap(app), threaded=True, request_handler=MotoRequestHandler
+            self.host, self.port, self._wrap(app), threaded=True, request_handler=KeepAliveHandler
         )
         self.port = int(self._server.server_port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)

@@ -631,6 +631,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _LocalHTTPServer
     protocol_version = "HTTP/1.1"
     server_version = "chat-local"
+    # Headers and body are two writes: on a kept-alive connection the body would wait for the client's
+    # delayed ACK (40 ms) behind Nagle's algorithm.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the request log line is written by _serve
