@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
@@ -26,15 +27,31 @@ pytestmark = [
 SESSION = re.compile(r"session (\w+)  \(")
 
 
+class _Chat(pexpect.spawn):
+    """The `chat` child. Waiting for its end in vain fails with where each of its threads was: it runs with
+    faulthandler on (PYTHONFAULTHANDLER), and SIGABRT makes it print every thread's stack first."""
+
+    def expect(self, pattern: object, *args: object, **kwargs: object) -> int:
+        try:
+            return int(super().expect(pattern, *args, **kwargs))
+        except pexpect.TIMEOUT:
+            if pattern is not pexpect.EOF or not self.isalive():
+                raise
+            self.kill(signal.SIGABRT)
+            with contextlib.suppress(pexpect.TIMEOUT, pexpect.EOF):
+                super().expect(pexpect.EOF, timeout=10)
+            raise AssertionError(f"chat did not end; its output, then its threads:\n{self.before}") from None
+
+
 @pytest.fixture
 def spawn(server: ServerProcess, tmp_path: Path) -> Iterator[object]:
-    children: list[pexpect.spawn] = []
+    children: list[_Chat] = []
 
-    def start(*args: str, preexec_fn: object = None) -> pexpect.spawn:
-        child = pexpect.spawn(
+    def start(*args: str, preexec_fn: object = None) -> _Chat:
+        child = _Chat(
             console_script("chat"),
             ["--api", server.url, "--user", "gus", "--log-dir", str(tmp_path), *args],
-            env=child_env({"TERM": "dumb"}),
+            env=child_env({"TERM": "dumb", "PYTHONFAULTHANDLER": "1"}),
             encoding="utf-8",
             timeout=30,
             dimensions=(40, 200),
