@@ -77,9 +77,6 @@ class TimeBudget:
 class StreamHandler(BaseHTTPRequestHandler):
     server: StreamServer
     protocol_version = "HTTP/1.1"
-    #: Each write goes out at once: an event of the stream, or a JSON body after its headers on a
-    #: kept-alive connection, would otherwise wait for the adapter's delayed ACK (up to 40 ms).
-    disable_nagle_algorithm = True
     #: What the access line reports: the status sent, the verified caller, the time `serve` took.
     status: int = 0
     caller: str = ""
