@@ -14,7 +14,7 @@ with two descriptors (stdin, stdout+stderr); the zygote answers `{"pid": N}` onc
 and system CPU, its reaped children's included) when the server has ended. The
 zygote leaves when its stdin closes (the pytest worker that started it has gone).
 
-Run as a script by tests/support/local_server.py (`ForkedServer`); never by the product.
+Run as a script by tests/support/local_server.py (`_Zygote`); never by the product.
 """
 
 from __future__ import annotations
