@@ -325,6 +325,11 @@ class ChatHistoryClient:
         return self.send(_user_data_calls.get_import(owner, import_id))
 
 
+#: The async client's own connections: at most this many calls in flight, each on a kept-alive connection.
+_OWN_CONNECTIONS = 20
+_OWN_LIMITS = httpx.Limits(max_connections=_OWN_CONNECTIONS, max_keepalive_connections=_OWN_CONNECTIONS)
+
+
 class AsyncChatHistoryClient:
     """`ChatHistoryClient` for asyncio: the same methods, awaited; `iter_*` are async iterators. It may be
     awaited from any event loop on any thread: its own connections live on the client loop (see
@@ -349,6 +354,7 @@ class AsyncChatHistoryClient:
         self._timeout = timeout
         self._http: httpx.AsyncClient | None = None
         self._http_pid = 0
+        self._slots = asyncio.Semaphore(_OWN_CONNECTIONS)
         self._closed = False
 
     async def __aenter__(self) -> AsyncChatHistoryClient:
@@ -388,9 +394,15 @@ class AsyncChatHistoryClient:
         if self._closed:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
         if self._http is None or self._http_pid != os.getpid():  # a forked child makes its own
-            self._http = httpx.AsyncClient(timeout=self._timeout)
+            self._http = httpx.AsyncClient(timeout=self._timeout, limits=_OWN_LIMITS)
+            self._slots = asyncio.Semaphore(_OWN_CONNECTIONS)
             self._http_pid = os.getpid()
-        return await self._http.request(**request)
+        # Calls beyond the pool's connections wait here, in arrival order, and each then finds a kept-alive
+        # connection free: httpx's own queue rescans every waiting request on each release (hundreds
+        # gathered at once spent more CPU there than on their answers), and its default 100 connections
+        # outnumber the 20 it keeps alive, so a burst reconnected most of them for every call.
+        async with self._slots:
+            return await self._http.request(**request)
 
     async def send(self, call: Call[T]) -> T:
         policy = self._policy

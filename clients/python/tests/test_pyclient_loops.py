@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from agents import Agent, Runner, set_tracing_disabled
@@ -220,6 +220,65 @@ def test_a_cancelled_await_cancels_the_request_on_the_client_loop(slow_url: str)
 
     assert _background.wait(pending(), timeout=5) == 0
     client.close()
+
+
+class _Counting(BaseHTTPRequestHandler):
+    """Answers every GET 404 after a short while, on kept-alive connections; counts connections and the
+    most requests it held at once."""
+
+    protocol_version = "HTTP/1.1"
+    lock = threading.Lock()
+    connections: ClassVar[set[int]] = set()
+    in_flight = 0
+    most = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        with cls.lock:
+            cls.connections.add(self.client_address[1])
+            cls.in_flight += 1
+            cls.most = max(cls.most, cls.in_flight)
+        time.sleep(0.01)
+        with cls.lock:
+            cls.in_flight -= 1
+        body = b'{"error": {"code": "not_found", "message": "no such conversation"}}'
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_burst_of_calls_at_once_shares_twenty_kept_alive_connections() -> None:
+    """CLIENT-1: 300 calls gathered at once (LangGraph's `abatch`, an agent's fan-out) are all answered,
+    at most 20 at a time, each on one of at most 20 connections kept alive: no connection is opened per
+    call and dropped after it."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    client = AsyncChatHistoryClient(f"http://127.0.0.1:{httpd.server_address[1]}", user_id="loops-burst")
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(
+            *(client.get_conversation(f"c{i}") for i in range(300)), return_exceptions=True
+        )
+
+    try:
+        # Given a client and a server that takes a moment per call
+        # When 300 calls are awaited at once
+        outcomes = asyncio.run(burst())
+    finally:
+        client.close()
+        httpd.shutdown()
+        httpd.server_close()
+    # Then every call got its answer (the server's 404, raised as NotFound)
+    assert [type(o).__name__ for o in outcomes] == ["NotFound"] * 300
+    # And the server saw at most 20 connections, and never more than 20 calls at once
+    assert len(_Counting.connections) <= 20
+    assert _Counting.most <= 20
 
 
 def test_async_langchain_history_from_two_loops_and_a_thread(server: ServerProcess) -> None:
