@@ -38,6 +38,8 @@
    partition key, built at the first Query of the index and kept up to date by every write (the writes
    of 5., which transactions and batches go through, and a cancelled transaction's undo); the Query
    looks at that partition's items alone. Results, order, pages and counts are the same.
+9. UpdateExpressions are parsed once per text and validated without per-node rebuilding
+   (`chat_local.moto_expressions`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import StreamShard, Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.utilities.aws_headers import gen_amzn_requestid_long
+
+from chat_local import moto_expressions
 
 WINDOW_S = 600.0
 #: Tokens remembered at most (oldest forgotten first): bounded memory for a long-running local server.
@@ -422,6 +426,7 @@ def install() -> None:
     """Apply these changes to moto (idempotent; process-wide)."""
     global _original, _original_backend, _original_query, _original_enrich
     with _lock:
+        moto_expressions.install()
         if _original_query is None:
             _original_query = Table.query
             Table.query = _query  # type: ignore[method-assign]
