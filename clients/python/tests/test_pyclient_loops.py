@@ -256,6 +256,8 @@ def test_a_burst_of_calls_at_once_shares_twenty_kept_alive_connections() -> None
     """CLIENT-1: 300 calls gathered at once (LangGraph's `abatch`, an agent's fan-out) are all answered,
     at most 20 at a time, each on one of at most 20 connections kept alive: no connection is opened per
     call and dropped after it."""
+    _Counting.connections.clear()
+    _Counting.in_flight = _Counting.most = 0
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
