@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
+from tests.support.table import create_table
+
 TABLE = "expressions"
 
 #: Actions on a few attributes, some of which fail on some items (a number added to a string, a
@@ -76,30 +78,11 @@ def _moto_as_released() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    with pytest.MonkeyPatch.context() as env:
-        for name, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-        }.items():
-            env.setenv(name, value)
-        moto_fidelity.install()
-        with mock_aws():
-            dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-            dynamodb.create_table(
-                TableName=TABLE,
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
-            yield dynamodb
+    """moto with the local store's changes, the fake credentials and region of tests.support.fake_aws."""
+    moto_fidelity.install()
+    with mock_aws():
+        create_table(TABLE)  # template.yaml's table: its keys, index and stream
+        yield boto3.client("dynamodb", region_name="us-east-1")
 
 
 def _apply(client: Any, sk: str, steps: list[str]) -> list[Any]:
