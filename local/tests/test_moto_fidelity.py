@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -124,6 +125,74 @@ def test_records_every_reader_has_read_are_dropped_and_reading_goes_on(client: A
         for r in streams.get_records(ShardIterator=again["ShardIterator"])["Records"]
     ] == [r["dynamodb"]["SequenceNumber"] for r in rest]
     assert moto_fidelity.trim_read_records([reader]) == 0
+
+
+def test_stream_records_are_answered_as_moto_itself_answers_them(client: Any) -> None:
+    """LOC-2: GetRecords (fidelity 3: a record's members taken by their names) answers exactly what moto's
+    own serializer answers, for inserts, changes and removals of items holding every attribute type."""
+    from moto.core.serialize import JSONSerializer
+
+    # Given items written, changed and removed, with every attribute type (binary and sets included)
+    every_type = {
+        "s": {"S": "text ✓"},
+        "n": {"N": "-12.5"},
+        "b": {"B": b"\x00\xffbytes"},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "bs": {"BS": [b"x", b"y"]},
+        "m": {"M": {"inner": {"L": [{"S": "x"}, {"NULL": True}, {"BOOL": False}, {"M": {}}]}}},
+        "l": {"L": []},
+    }
+    for n in range(4):
+        client.put_item(TableName=TABLE, Item={"pk": {"S": "p"}, "sk": {"S": f"k{n}"}, "v": {"S": str(n)}})
+    key = {"pk": {"S": "p"}}
+    client.put_item(TableName=TABLE, Item={**key, "sk": {"S": "k1"}, "v": {"S": "1"}, **every_type})
+    client.put_item(TableName=TABLE, Item={**key, "sk": {"S": "k2"}, "v": {"S": "2"}, "n": {"N": "1"}})
+    client.delete_item(TableName=TABLE, Key={"pk": {"S": "p"}, "sk": {"S": "k1"}})
+    streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+    arn = client.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+
+    def read() -> tuple[str, list[dict[str, Any]]]:
+        bodies: list[bytes] = []
+        streams.meta.events.register("after-call.dynamodbstreams.GetRecords", _keep_body(bodies))
+        try:
+            start = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+            records = streams.get_records(ShardIterator=start["ShardIterator"])["Records"]
+        finally:
+            streams.meta.events.unregister("after-call.dynamodbstreams.GetRecords", _keep_body(bodies))
+        return bodies[0].decode(), records
+
+    # When the records are read with the local store's serializer, then with moto's own
+    ours_body, ours = read()
+    patched = JSONSerializer._serialize
+    JSONSerializer._serialize = moto_fidelity._original_serialize  # type: ignore[method-assign]
+    try:
+        theirs_body, theirs = read()
+    finally:
+        JSONSerializer._serialize = patched  # type: ignore[method-assign]
+    # Then the answers are the same: every record, every image, every timestamp
+    assert [r["eventName"] for r in ours] == ["INSERT"] * 4 + ["MODIFY", "MODIFY", "REMOVE"]
+    assert ours[4]["dynamodb"]["NewImage"]["b"] == {"B": b"\x00\xffbytes"}
+    assert ours == theirs
+    # (the bodies' records, members in their order; each answer's NextShardIterator is its own)
+    assert json.dumps(json.loads(ours_body)["Records"]) == json.dumps(json.loads(theirs_body)["Records"])
+
+
+class _keep_body:
+    """A botocore event handler that keeps each answer's body; compared by value to unregister it."""
+
+    def __init__(self, bodies: list[bytes]) -> None:
+        self.bodies = bodies
+
+    def __call__(self, http_response: Any, **_: Any) -> None:
+        self.bodies.append(http_response.content)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _keep_body) and other.bodies is self.bodies
+
+    def __hash__(self) -> int:
+        return id(self.bodies)
 
 
 def _page_through(
