@@ -54,8 +54,7 @@ def _expression(actions: list[tuple[str, str]]) -> str:
     clauses: dict[str, list[str]] = {}
     for verb, action in actions:
         clauses.setdefault(verb, []).append(action)
-    joiner = {"SET": ", ", "REMOVE": ", ", "ADD": ", ", "DELETE": ", "}
-    return " ".join(f"{verb} {joiner[verb].join(parts)}" for verb, parts in clauses.items())
+    return " ".join(f"{verb} {', '.join(parts)}" for verb, parts in clauses.items())
 
 
 def _used(expression: str, table: dict[str, Any]) -> dict[str, Any]:

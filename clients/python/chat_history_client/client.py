@@ -354,7 +354,7 @@ class AsyncChatHistoryClient:
         self._timeout = timeout
         self._http: httpx.AsyncClient | None = None
         self._http_pid = 0
-        self._slots = asyncio.Semaphore(_OWN_CONNECTIONS)
+        self._slots: asyncio.Semaphore  # made with `_http`, by the process and loop that use it
         self._closed = False
 
     async def __aenter__(self) -> AsyncChatHistoryClient:
