@@ -42,6 +42,8 @@
    looks at that partition's items alone. Results, order, pages and counts are the same.
 9. UpdateExpressions are parsed once per text and validated without per-node rebuilding
    (`chat_local.moto_expressions`).
+10. A request's attribute values are not walked where the walk changes nothing, and the handler's action
+   names are listed once per class (`chat_local.moto_requests`).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ from moto.dynamodb.models.table import StreamShard, Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.utilities.aws_headers import gen_amzn_requestid_long
 
-from chat_local import moto_expressions
+from chat_local import moto_expressions, moto_requests
 
 WINDOW_S = 600.0
 #: Tokens remembered at most (oldest forgotten first): bounded memory for a long-running local server.
@@ -451,6 +453,7 @@ def install() -> None:
     global _original, _original_backend, _original_query, _original_enrich
     with _lock:
         moto_expressions.install()
+        moto_requests.install()
         if _original_query is None:
             _original_query = Table.query
             Table.query = _query  # type: ignore[method-assign]
