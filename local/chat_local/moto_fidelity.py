@@ -44,6 +44,13 @@
    (`chat_local.moto_expressions`).
 10. A request's attribute values are not walked where the walk changes nothing, and the handler's action
    names are listed once per class (`chat_local.moto_requests`).
+11. A Query with a sort key condition sizes the items it holds. moto computed the size of every item of
+   the partition it passed (walking each attribute), matched or not, so `sk > :x` on a long conversation
+   sized every message before `x`. The partition is now the matching items and the item next to each
+   end (moto ends a page on the item after its Limit-th match, whichever it is). Results, order, pages,
+   counts and LastEvaluatedKeys are the same. One difference, toward DynamoDB: a page ends at 1 MB of
+   matching items, as DynamoDB counts it; moto also ended it at an unmatched item that would have taken
+   the page past 1 MB.
 """
 
 from __future__ import annotations
@@ -306,17 +313,33 @@ def trim_read_records(iterators: list[Any]) -> int:
 
 
 class _Partition:
-    """A table as its own Query sees it: `all_items()` is the one partition asked for (fidelity 6)."""
+    """A table as its own Query sees it: `all_items()` is the one partition asked for (fidelity 6), and
+    under a sort key condition the items it holds and their two neighbours (fidelity 11)."""
 
-    def __init__(self, table: Table, hash_key: DynamoType) -> None:
+    def __init__(self, table: Table, hash_key: DynamoType, condition: tuple[str, list[Any]] | None) -> None:
         self._table = table
         self._hash_key = hash_key
+        self._condition = condition
 
     def all_items(self) -> list[Item]:
         # `in` first: `items` is a defaultdict, and a lookup of an absent key would add an empty partition.
         if self._hash_key not in self._table.items:
             return []
-        return list(self._table.items[self._hash_key].values())
+        items = list(self._table.items[self._hash_key].values())
+        if self._condition is None:
+            return items
+        comparison, values = self._condition
+        items.sort(key=lambda item: item.range_key)
+        try:
+            held = [i for i, item in enumerate(items) if item.range_key.compare(comparison, values)]
+        except Exception:  # moto's own loop raises it (or not) as before
+            return items
+        if not held:
+            return []
+        # moto ends a page on the item after the Limit-th match, whichever it is: the item next to the
+        # first and the last match stay, so a page ends (and has a LastEvaluatedKey) where it did.
+        first, last = max(held[0] - 1, 0), min(held[-1] + 1, len(items) - 1)
+        return [items[i] for i in sorted({first, *held, last})]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._table, name)
@@ -419,10 +442,27 @@ class _IndexPartition:
         return getattr(self._table, name)
 
 
+#: Table.query's keyword parameters that are not filters (moto passes the others positionally).
+_QUERY_KEYWORDS = frozenset({"hash_key_conditions", "range_key_conditions"})
+
+
+def _sort_key_condition(
+    table: Table, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str, list[Any]] | None:
+    """The table Query's condition on its sort key, when it is the Query's only condition on items."""
+    if len(args) < 2 or not args[0] or kwargs.keys() - _QUERY_KEYWORDS:
+        return None
+    conditions = kwargs.get("range_key_conditions")
+    if conditions and (len(conditions) != 1 or conditions[0][0] != table.range_key_attr):
+        return None
+    return args[0], args[1]
+
+
 def _query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
     index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
     if index_name is None and hash_key is not None and self.range_key_attr:
-        return _original_query(_Partition(self, hash_key), hash_key, *args, **kwargs)
+        partition = _Partition(self, hash_key, _sort_key_condition(self, args, kwargs))
+        return _original_query(partition, hash_key, *args, **kwargs)
     if index_name is not None and hash_key is not None:
         attribute = _index_attribute(self, index_name)
         conditions = kwargs.get("hash_key_conditions") or [(attribute, hash_key)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from chat_local import moto_fidelity
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
@@ -440,3 +443,93 @@ def test_concurrent_updates_each_answer_the_item_as_they_found_it(client: Any) -
     # Every update started from its own state, and every state was whole: the leaf is the slot before next
     assert sorted(n for n, _ in seen) == list(range(1, 1 + 2 * 320, 2))
     assert all(leaf == n - 1 for n, leaf in seen)
+
+
+#: Sort key conditions of the kinds the service's Queries use (and the rest DynamoDB takes).
+_SORT_CONDITIONS = (
+    ("sk = :a", 1),
+    ("sk < :a", 1),
+    ("sk <= :a", 1),
+    ("sk > :a", 1),
+    ("sk >= :a", 1),
+    ("sk BETWEEN :a AND :b", 2),
+    ("begins_with(sk, :a)", 1),
+)
+_SORT_KEYS = st.text(alphabet="abc#", min_size=1, max_size=3)
+_PARTITIONS = itertools.count()
+
+
+def _pages(client: Any, query: dict[str, Any]) -> list[tuple[list[str], int, int, Any]]:
+    """Every page of a Query: its sort keys, Count, ScannedCount and LastEvaluatedKey."""
+    pages: list[tuple[list[str], int, int, Any]] = []
+    start = None
+    while len(pages) < 60:
+        page = client.query(TableName=TABLE, **query, **({"ExclusiveStartKey": start} if start else {}))
+        start = page.get("LastEvaluatedKey")
+        pages.append(([i["sk"]["S"] for i in page["Items"]], page["Count"], page["ScannedCount"], start))
+        if not start:
+            break
+    return pages
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# A page that ends on its Limit-th match with only unmatched items after it, each way.
+@example(
+    keys={"a", "b", "c"},
+    condition=("sk < :a", 1),
+    bounds=["b", "c"],
+    limit=1,
+    forward=True,
+    with_filter=False,
+)
+@example(
+    keys={"a", "b", "c"},
+    condition=("sk > :a", 1),
+    bounds=["a", "c"],
+    limit=2,
+    forward=False,
+    with_filter=False,
+)
+@given(
+    keys=st.sets(_SORT_KEYS, max_size=10),
+    condition=st.sampled_from(_SORT_CONDITIONS),
+    bounds=st.lists(_SORT_KEYS, min_size=2, max_size=2),
+    limit=st.one_of(st.none(), st.integers(1, 4)),
+    forward=st.booleans(),
+    with_filter=st.booleans(),
+)
+def test_a_sort_key_condition_pages_as_moto_pages_the_whole_partition(
+    client: Any,
+    keys: set[str],
+    condition: tuple[str, int],
+    bounds: list[str],
+    limit: int | None,
+    forward: bool,
+    with_filter: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LOC-2: a Query with a sort key condition (fidelity 11: only the items it holds and their two
+    neighbours are passed to moto) answers the pages, counts and LastEvaluatedKeys of moto's own Query."""
+    # Given a partition of its own of short sort keys, written out of order, beside other partitions
+    partition = f"p{next(_PARTITIONS)}"
+    for n, sk in enumerate(sorted(keys, reverse=True)):
+        client.put_item(TableName=TABLE, Item={"pk": {"S": partition}, "sk": {"S": sk}, "n": {"N": str(n)}})
+    expression, arity = condition
+    low, high = sorted(bounds)
+    values = {":p": {"S": partition}, ":a": {"S": low}, **({":b": {"S": high}} if arity == 2 else {})}
+    query: dict[str, Any] = {
+        "KeyConditionExpression": f"pk = :p AND {expression}",
+        "ExpressionAttributeValues": values,
+        "ScanIndexForward": forward,
+        **({"Limit": limit} if limit else {}),
+    }
+    if with_filter:
+        query["FilterExpression"] = "n <> :n"
+        values[":n"] = {"N": "1"}
+    # When it is paged through as it is answered here, and as moto answers with the whole partition
+    ours = _pages(client, query)
+    with monkeypatch.context() as whole_partition:
+        whole_partition.setattr(moto_fidelity, "_sort_key_condition", lambda *_: None)
+        theirs = _pages(client, query)
+    # Then the pages are the same, LastEvaluatedKeys included
+    assert ours == theirs
