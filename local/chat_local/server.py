@@ -109,7 +109,12 @@ class ServerConfig:
 
 
 class RequestLog:
-    """One line per request: time, method, path, status, milliseconds (and the function that answered)."""
+    """One line per request: time, method, path, status, milliseconds (and the function that answered).
+
+    Each line goes out in one write, its newline included: the functions' own loggers write to the same
+    stdout from other threads, and `print` writes the text and the newline separately, so another
+    thread's line could land between them (an access line with a function's JSON log glued to its end).
+    """
 
     def __init__(self, stream: Any = None) -> None:
         self.stream = stream or sys.stdout
@@ -120,14 +125,17 @@ class RequestLog:
         line = f"{stamp} {method:<6} {path} {status} {ms:.0f} ms"
         if detail:
             line += f"  {detail}"
-        with self._lock:
-            print(line, file=self.stream, flush=True)
+        self._line(line)
 
     def event(self, source: str, subscription: str, detail: str, ms: float) -> None:
         """One line per stream batch or queue batch delivered to a function."""
         stamp = datetime.now().strftime("%H:%M:%S")
+        self._line(f"{stamp} {source:<6} {subscription} {detail} {ms:.0f} ms")
+
+    def _line(self, line: str) -> None:
         with self._lock:
-            print(f"{stamp} {source:<6} {subscription} {detail} {ms:.0f} ms", file=self.stream, flush=True)
+            self.stream.write(f"{line}\n")
+            self.stream.flush()
 
 
 class LocalApi:
@@ -494,6 +502,7 @@ class LocalApi:
                 f"{runtime.spec.logical_id} raised an unhandled exception:\n"
                 + "".join(traceback.format_exception(invocation.error)),
                 file=sys.stderr,
+                end="",  # the traceback ends its last line: one write, no other thread's line glued to it
                 flush=True,
             )
             return error_response(500, "internal_error", "Internal Server Error"), runtime.spec.logical_id

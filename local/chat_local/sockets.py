@@ -145,6 +145,7 @@ class SocketApi:
             print(
                 f"{route.function.logical_id} raised an unhandled exception:\n"
                 + "".join(traceback.format_exception(invocation.error)),
+                end="",  # the traceback ends its last line: one write, no other thread's line glued to it
                 flush=True,
             )
             return None

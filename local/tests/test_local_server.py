@@ -295,3 +295,33 @@ def test_sending_to_an_unknown_queue_is_404(http: httpx.Client) -> None:
     response = http.post("/_local/queues/Nope", content="x")
     assert response.status_code == 404
     assert "WorkQueue" in response.json()["error"]["message"]
+
+
+class _SharedStdout(io.StringIO):
+    """A stdout other threads write to as well: another writer's line lands right after each write."""
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if text.strip():
+            super().write("function log line\n")
+        return written
+
+
+def test_an_access_line_stays_whole_when_another_thread_writes_to_the_same_stdout() -> None:
+    """LOC-1: `make run`'s access and stream lines are whole lines, whatever the functions' loggers write
+    to the same stdout at the same moment (no access line with a log line glued to its end)."""
+    # Given the request log on a stdout that another writer uses between any two writes
+    out = _SharedStdout()
+    log = RequestLog(out)
+    # When a request and a stream batch are logged
+    log.write("GET", "/v1/responses", 101, 12.0, "websocket")
+    log.event("stream", "UsageFeed", "1 record ok", 3.0)
+    # Then each is a line of its own, and so is every line of the other writer
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if line != "function log line"] == [
+        lines[0],
+        lines[2],
+    ]
+    assert lines[0].endswith("GET    /v1/responses 101 12 ms  websocket")
+    assert lines[2].endswith("stream UsageFeed 1 record ok 3 ms")
+    assert lines[1] == lines[3] == "function log line"
