@@ -2,8 +2,9 @@
 
 The server is `chat-local-server` (what `make run` starts) with the stand-in model behind it; the browser
 is Debian's `chromium` through its `chromedriver` (Selenium). Every wait has a deadline and polls a
-condition; nothing sleeps. After each test the browser's own logs are read: no JavaScript error, no
-Content-Security-Policy violation, and no request to any origin but the API's.
+condition (at pauses growing from 50 to 250 ms); nothing else sleeps. After each test the browser's own
+logs are read: no JavaScript error, no Content-Security-Policy violation, and no request to any origin
+but the API's.
 
 Without a browser these tests skip, saying how to install one; with CONSOLE_BROWSER_REQUIRED=1 (set by
 `.ci/run`, which installs it) a missing browser fails instead. CONSOLE_SCREENSHOTS=<dir> keeps the
@@ -16,6 +17,7 @@ import gzip
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -39,13 +41,16 @@ if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip(f"the console's browser tests need Chromium; {INSTALL_HINT}", allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402 - only once a browser is known to exist
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -95,14 +100,23 @@ class Console:
         self.server = server
 
     def until(self, condition: Callable[[WebDriver], T], what: str) -> T:
-        def check(driver: WebDriver) -> T | bool:
+        """`condition`'s first true answer, checked at once and then after pauses growing from 50 to
+        250 ms, up to DEADLINE_S. A check is a few WebDriver commands, and each costs the browser about
+        10 ms of CPU: 20 checks a second through a reply that streams for seconds were most of this
+        file's CPU."""
+        deadline = time.monotonic() + DEADLINE_S
+        pause = 0.05
+        while True:
             try:
-                return condition(driver)
-            except StaleElementReferenceException:
-                return False
-
-        result: T = WebDriverWait(self.driver, DEADLINE_S, poll_frequency=0.05).until(check, what)
-        return result
+                result = condition(self.driver)
+            except (NoSuchElementException, StaleElementReferenceException):
+                result = False
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutException(f"{what} (not within {DEADLINE_S:.0f} s)")
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
+            pause = min(pause * 1.5, 0.25)
 
     def find(self, css: str) -> WebElement:
         return self.driver.find_element(By.CSS_SELECTOR, css)
