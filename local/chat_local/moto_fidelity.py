@@ -51,6 +51,7 @@
    counts and LastEvaluatedKeys are the same. One difference, toward DynamoDB: a page ends at 1 MB of
    matching items, as DynamoDB counts it; moto also ended it at an unmatched item that would have taken
    the page past 1 MB.
+12. A stored item is sized once, not again at every attribute it gains (`chat_local.moto_items`).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from moto.dynamodb.models.table import StreamShard, Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.utilities.aws_headers import gen_amzn_requestid_long
 
-from chat_local import moto_expressions, moto_requests
+from chat_local import moto_expressions, moto_items, moto_requests
 
 WINDOW_S = 600.0
 #: Tokens remembered at most (oldest forgotten first): bounded memory for a long-running local server.
@@ -494,6 +495,7 @@ def install() -> None:
     with _lock:
         moto_expressions.install()
         moto_requests.install()
+        moto_items.install()
         if _original_query is None:
             _original_query = Table.query
             Table.query = _query  # type: ignore[method-assign]

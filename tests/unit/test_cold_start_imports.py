@@ -1,8 +1,8 @@
 """PERF-1 (cold start): importing a handler loads only what its route needs.
 
 Each functions/<name>/app.py is imported as Lambda does at init (cwd = the function's folder, tracing on
-as `Tracing: Active` gives it), in a child forked from an interpreter that has loaded botocore and boto3
-alone (see _FORKER). None may load the X-Ray SDK (the Tracer is
+as `Tracing: Active` gives it), in a child forked from an interpreter that has loaded botocore, boto3
+and PynamoDB alone (see _FORKER). None may load the X-Ray SDK (the Tracer is
 built on the first invocation), tiktoken or sentencepiece (encodings load on the first exact count, TOK-3,
 TOK-10), or httpx unless
 the function calls the model. `make bench` measures the time; these tests keep the structure from
@@ -98,15 +98,15 @@ def _lambda_env(function: str, **extra: str) -> dict[str, str]:
     return env
 
 
-# Every check runs in a child forked from one interpreter that has imported botocore and boto3 and nothing
-# of the project (PYTHONPATH and the bytecode cache as each child's): every function loads them first
-# (PynamoDB's client), none of the modules these tests watch is among what they import (checked before the
-# first fork), and importing them in each of about a hundred fresh interpreters was half of this file's
-# CPU. A child takes the check's cwd, environment and arguments, runs its code as `python -c` would, and
-# writes its output to files; the forking interpreter answers one JSON line per check.
+# Every check runs in a child forked from one interpreter that has imported botocore, boto3 and PynamoDB
+# and nothing of the project (PYTHONPATH and the bytecode cache as each child's): every function loads them
+# first (the store is PynamoDB's), none of the modules these tests watch is among what they import (checked
+# before the first fork), and importing them in each of about a hundred fresh interpreters was more than
+# half of this file's CPU. A child takes the check's cwd, environment and arguments, runs its code as
+# `python -c` would, and writes its output to files; the forking interpreter answers one JSON line per check.
 _FORKER = r"""
 import json, os, sys, time, traceback
-import boto3, botocore.session
+import boto3, botocore.session, pynamodb.models, pynamodb.transactions
 shared = set(sys.modules)
 print(json.dumps(sorted(shared)), flush=True)
 for line in sys.stdin:
