@@ -18,6 +18,7 @@ from chat_core.settings import Settings
 
 from tests.support.openai_standin import OpenAIStandin, reply_text
 from tests.support.runtime import drop
+from tests.support.tls_server import TlsServer
 
 MESSAGES: list[dict[str, Any]] = [
     {"role": "system", "content": "You are terse."},
@@ -564,89 +565,22 @@ def test_api14_a_stream_longer_than_one_attempts_timeout_is_not_cut(standin: Ope
 # -- TLS trust (API-2) ----------------------------------------------------------------------------------
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 signed by its own key: (certificate, key) as PEM files."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "provider.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "provider.pem", folder / "provider.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
-
-
 @pytest.fixture
 def tls_provider(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """An OpenAI-compatible endpoint on https://127.0.0.1 with a self-signed certificate: (base URL, the
     certificate's PEM file)."""
-    import ssl
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    cert_path, key_path = _self_signed(tmp_path)
-    answer = json.dumps(
-        {
-            "id": "tls-1",
-            "object": "chat.completion",
-            "model": "gpt-4o-mini",
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}
-            ],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
-        }
-    ).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/v1", cert_path
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        drop()
+    answer = {
+        "id": "tls-1",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14},
+    }
+    with TlsServer(tmp_path, answer) as server:
+        yield f"{server.url}/v1", server.certificate
+    drop()
 
 
 def test_a_provider_with_its_own_certificate_is_trusted_once_ssl_cert_file_names_it(

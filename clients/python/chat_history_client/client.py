@@ -7,7 +7,9 @@ post never asks the model twice; 429, 503 and a busy conversation are retried ho
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import ssl
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -31,6 +33,18 @@ from chat_history_client.types import (
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 
 
+@functools.lru_cache(maxsize=4)
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR where set), made once
+    per process and those two variables: httpx loads the CA bundle for every client it makes (about 10 ms
+    of CPU), and an application may make a client per request or per LangChain history."""
+    return httpx.create_ssl_context()
+
+
+def _verify() -> ssl.SSLContext:
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
 class ChatHistoryClient:
     """The API, synchronously. Pass `token` (a JWT; deployed) or `user_id` (the local server's dev
     mode). Use as a context manager, or call `close()`. One client may serve many threads at once (it
@@ -50,7 +64,7 @@ class ChatHistoryClient:
         self._policy = Policy(
             base_url, token=token, user_id=user_id, max_retries=max_retries, backoff=backoff
         )
-        self._http = http_client or httpx.Client(timeout=timeout)
+        self._http = http_client or httpx.Client(timeout=timeout, verify=_verify())
 
     def __enter__(self) -> ChatHistoryClient:
         return self
@@ -394,7 +408,7 @@ class AsyncChatHistoryClient:
         if self._closed:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
         if self._http is None or self._http_pid != os.getpid():  # a forked child makes its own
-            self._http = httpx.AsyncClient(timeout=self._timeout, limits=_OWN_LIMITS)
+            self._http = httpx.AsyncClient(timeout=self._timeout, limits=_OWN_LIMITS, verify=_verify())
             self._slots = asyncio.Semaphore(_OWN_CONNECTIONS)
             self._http_pid = os.getpid()
         # Calls beyond the pool's connections wait here, in arrival order, and each then finds a kept-alive

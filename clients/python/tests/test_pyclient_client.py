@@ -27,12 +27,14 @@ from chat_history_client import (
     JobNotDone,
     NotFound,
     ServiceUnavailable,
+    TransportError,
     UserExport,
     UserImport,
 )
 
 from tests.support.local_server import ServerProcess, settle_streams
 from tests.support.openai_standin import OpenAIStandin
+from tests.support.tls_server import TlsServer
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -383,3 +385,32 @@ def test_prv4_waiting_on_a_job_stops_at_its_deadline_and_the_jwt_names_the_user(
         # And an erasure of someone else's id typed as confirmation is refused before any request
         with pytest.raises(ValueError, match="confirm='sam'"):
             client.erase_user_data(confirm="alice")
+
+
+def test_a_service_with_its_own_certificate_is_trusted_once_ssl_cert_file_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLIENT-1: a deployment behind a private CA, the sync and the async client alike: refused while only
+    the default CAs are trusted, answered once SSL_CERT_FILE names its certificate, refused again when the
+    variable is gone (clients made in one process share a TLS context per value of the variables)."""
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with TlsServer(tmp_path, {"items": [], "next_cursor": None}) as server:
+
+        def listed() -> tuple[Any, Any]:
+            with ChatHistoryClient(server.url, user_id="tls", max_retries=0) as client:
+                sync = client.list_conversations()
+
+            async def run() -> Any:
+                async with AsyncChatHistoryClient(server.url, user_id="tls", max_retries=0) as client:
+                    return await client.list_conversations()
+
+            return sync, asyncio.run(run())
+
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        with pytest.raises(TransportError, match=r"(?i)certificate"):
+            listed()
+        monkeypatch.setenv("SSL_CERT_FILE", str(server.certificate))
+        assert [page.items for page in listed()] == [[], []]
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with pytest.raises(TransportError):
+            listed()
