@@ -6,8 +6,8 @@ recordings, the isolation and concurrency checks, `httpx.get`), and building tho
 of the suite's CPU. Here a client asking for httpx's default verification (`verify=True`, no client
 certificate) gets the context made for the same `trust_env`, SSL_CERT_FILE and SSL_CERT_DIR, built by
 httpx's own function the first time; any other configuration is built by httpx as before. Nothing here
-runs in the local servers, the CLI or the Lambda functions; the service's own provider client shares its
-context the same way (`chat_core.llm.client`).
+runs in the local servers, the CLI or the Lambda functions (a Lambda function builds its provider client
+once per container); the Python client package shares its context the same way (`chat_history_client`).
 """
 
 from __future__ import annotations

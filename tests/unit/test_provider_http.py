@@ -587,8 +587,8 @@ def test_a_provider_with_its_own_certificate_is_trusted_once_ssl_cert_file_names
     tls_provider: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A self-hosted model behind a private CA: refused while only the default CAs are trusted, answered
-    once SSL_CERT_FILE names its certificate, refused again when the variable is gone. Each runtime's
-    client reads the variables as they are when it is built, though clients share one TLS context."""
+    once SSL_CERT_FILE names its certificate, refused again when the variable is gone: each runtime's
+    client reads the variables as they are when it is built."""
     base_url, certificate = tls_provider
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
 

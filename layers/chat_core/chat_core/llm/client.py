@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import os
 import random
-import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -100,18 +97,9 @@ class _AttemptFailed(Exception):
 HTTP_POOL: Final = "llm.client.http_pool"
 
 
-@functools.lru_cache(maxsize=4)
-def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """httpx's default TLS context (certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR where set), made once
-    per process and those two variables: loading the CA bundle costs about 10 ms of CPU, paid by every
-    runtime that builds a client (each function the local server hosts, each test's fresh runtime)."""
-    return httpx.create_ssl_context()
-
-
 def new_http_client(settings: Settings) -> httpx.Client:
     """A pooled HTTP client for the provider (its timeouts are set per request)."""
     return httpx.Client(
-        verify=_tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")),
         follow_redirects=False,
         limits=httpx.Limits(max_connections=20, max_keepalive_connections=10, keepalive_expiry=60),
         headers={"User-Agent": f"chat-history-service/{__version__}"},
