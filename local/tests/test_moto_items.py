@@ -23,15 +23,8 @@ def _installed() -> None:
 
 
 @pytest.fixture
-def dynamodb_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The template's table in moto, as boto3's resource API sees it."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-    }.items():
-        monkeypatch.setenv(name, value)
+def dynamodb_table() -> Iterator[Any]:
+    """The template's table in moto, as boto3's resource API sees it (the tests' fake AWS environment)."""
     with mock_aws():
         create_table("items")
         yield boto3.resource("dynamodb", region_name="us-east-1").Table("items")
