@@ -3,8 +3,8 @@
 Installed with `moto_fidelity` (its item 12; the local server and the tests). moto's `Item` puts its
 attributes one at a time into a `LimitedSizeDict`, which, to refuse an item past DynamoDB's 400 KB, sums
 the size of every attribute already there before adding the next: the work grows with the square of the
-attribute count, and each map or list is sized again at every later attribute (a twentieth of the tests'
-CPU in the store went there). Here each attribute is sized once, in the same order, against a running
+attribute count, and each map or list is sized again at every later attribute (2.7 % of the CPU of
+tests/integration went there). Here each attribute is sized once, in the same order, against a running
 total: the item is refused at the same attribute, with the same error, as moto refuses it (sizes are
 never negative, so moto's sum before an attribute is the running total). The item holds the same
 `LimitedSizeDict`, so later assignments (an UpdateItem's SET and ADD) are checked by moto as before.

@@ -36,8 +36,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 @functools.lru_cache(maxsize=4)
 def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     """httpx's default TLS context (certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR where set), made once
-    per process and those two variables: httpx loads the CA bundle for every client it makes (about 10 ms
-    of CPU), and an application may make a client per request or per LangChain history."""
+    per process and those two variables: httpx loads the CA bundle for every client it makes (tens of ms of
+    CPU), and an application may make a client per request or per LangChain history."""
     return httpx.create_ssl_context()
 
 
