@@ -586,9 +586,9 @@ def tls_provider(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_a_provider_with_its_own_certificate_is_trusted_once_ssl_cert_file_names_it(
     tls_provider: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A self-hosted model behind a private CA: refused while only the default CAs are trusted, answered
-    once SSL_CERT_FILE names its certificate, refused again when the variable is gone: each runtime's
-    client reads the variables as they are when it is built."""
+    """API-2: a self-hosted model behind a private CA: refused while only the default CAs are trusted,
+    answered once SSL_CERT_FILE names its certificate, refused again when the variable is gone: each
+    runtime's client reads the variables as they are when it is built."""
     base_url, certificate = tls_provider
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
 
